@@ -1,0 +1,477 @@
+package ir
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// Builder is the DSL: a kernel is a Go function that calls a Builder's
+// methods, Triton style, one program (block) computing on tiles whose shapes
+// are compile-time constants. Misuse does not panic: the first error, with
+// the Go source position of the offending call, is kept and returned by
+// Func, and later calls return placeholder values so that the kernel's Go
+// code runs to its end.
+//
+// Binary operations take *Value or Go numbers (which take the other
+// operand's element type), and broadcast: a scalar is splatted, and axes of
+// extent 1 stretch ([M,1] with [1,N] gives [M,N]). Ranks must match
+// otherwise: Col and Row make the intent explicit.
+type Builder struct {
+	f   *Func
+	cur *Block
+	err error
+}
+
+// NewBuilder starts a kernel of the given name for target t.
+func NewBuilder(name string, t *target.Target) *Builder {
+	f := NewFunc(name, t)
+	return &Builder{f: f, cur: f.Entry}
+}
+
+// Target is the hardware the kernel is built for: formats come from here.
+func (b *Builder) Target() *target.Target { return b.f.Target }
+
+// Func finishes the kernel: the first DSL error, or the verified function.
+func (b *Builder) Func() (*Func, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := Verify(b.f, PhaseTile); err != nil {
+		return nil, err
+	}
+	return b.f, nil
+}
+
+// Err is the first error so far.
+func (b *Builder) Err() error { return b.err }
+
+// callerPos is the first frame outside this package: the kernel's own line.
+func callerPos() Pos {
+	pcs := make([]uintptr, 16)
+	n := runtime.Callers(2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		fr, more := frames.Next()
+		if !strings.HasPrefix(fr.Function, "github.com/fp8gen/fp8gen/ir.") {
+			return Pos{File: filepath.Base(fr.File), Line: fr.Line}
+		}
+		if !more {
+			return Pos{}
+		}
+	}
+}
+
+func (b *Builder) fail(format string, args ...any) *Value {
+	if b.err == nil {
+		p := callerPos()
+		b.err = fmt.Errorf("%s:%d: %s", p.File, p.Line, fmt.Sprintf(format, args...))
+	}
+	return b.placeholder()
+}
+
+func (b *Builder) placeholder() *Value {
+	return b.f.NewValue(OpConst, Scalar(F32))
+}
+
+// add checks a new value and appends it to the current block.
+func (b *Builder) add(v *Value) *Value {
+	if b.err != nil {
+		return b.placeholder()
+	}
+	v.Pos = callerPos()
+	if err := checkValue(v, PhaseTile, 0); err != nil {
+		return b.fail("%s: %v", v.Op.Name(), err)
+	}
+	b.cur.Append(v)
+	return v
+}
+
+func (b *Builder) val(op Op, t Type, args ...*Value) *Value {
+	return b.add(b.f.NewValue(op, t, args...))
+}
+
+// Param declares a pointer argument.
+func (b *Builder) Param(name string, elem DType) *Value {
+	if elem.K == KPtr || elem.K == KBool || elem.K == KInvalid {
+		return b.fail("param %q: element type %v cannot be in memory", name, elem)
+	}
+	return b.param(OpParam, name, PtrTo(elem))
+}
+
+// Size declares an i32 argument: a problem size known only at run time.
+func (b *Builder) Size(name string) *Value { return b.param(OpSize, name, I32) }
+
+func (b *Builder) param(op Op, name string, d DType) *Value {
+	if _, err := b.f.Param(name); err == nil {
+		return b.fail("parameter %q declared twice", name)
+	}
+	if b.cur != b.f.Entry {
+		return b.fail("parameter %q declared inside a loop", name)
+	}
+	v := b.f.NewValue(op, Scalar(d))
+	v.Name = name
+	v = b.add(v)
+	if b.err == nil {
+		b.f.Params = append(b.f.Params, v)
+	}
+	return v
+}
+
+// ProgramID is this program's index along grid axis 0, 1 or 2.
+func (b *Builder) ProgramID(axis int) *Value {
+	v := b.f.NewValue(OpProgramID, Scalar(I32))
+	v.Aux = int64(axis)
+	return b.add(v)
+}
+
+// NumPrograms is the grid's extent along axis.
+func (b *Builder) NumPrograms(axis int) *Value {
+	v := b.f.NewValue(OpNumPrograms, Scalar(I32))
+	v.Aux = int64(axis)
+	return b.add(v)
+}
+
+// Const is a scalar constant of type d.
+func (b *Builder) Const(d DType, x float64) *Value {
+	v := b.f.NewValue(OpConst, Scalar(d))
+	if d.IsFloat() {
+		v.AuxF = x
+	} else {
+		v.Aux = int64(x)
+		if float64(v.Aux) != x {
+			return b.fail("const %v is not an integer of type %v", x, d)
+		}
+	}
+	return b.add(v)
+}
+
+// F32 is an f32 constant.
+func (b *Builder) F32(x float64) *Value { return b.Const(F32, x) }
+
+// I32 is an i32 constant.
+func (b *Builder) I32(x int) *Value { return b.Const(I32, float64(x)) }
+
+// FP8Max is the largest finite value of the format, as f32.
+func (b *Builder) FP8Max(f *fp8.Format) *Value { return b.F32(float64(f.Max)) }
+
+// Full is a tile of the given shape filled with x.
+func (b *Builder) Full(d DType, x float64, shape ...int) *Value {
+	return b.Splat(b.Const(d, x), shape...)
+}
+
+// Arange is the i32 tile 0, 1, …, n-1; n must be a power of two.
+func (b *Builder) Arange(n int) *Value {
+	if n <= 0 || n&(n-1) != 0 {
+		return b.fail("arange(%d): the extent must be a power of two", n)
+	}
+	v := b.f.NewValue(OpArange, Tile(I32, n))
+	v.Aux = int64(n)
+	return b.add(v)
+}
+
+// Splat copies a scalar into every element of a tile.
+func (b *Builder) Splat(x *Value, shape ...int) *Value {
+	return b.val(OpSplat, Tile(x.Type.DType, shape...), x)
+}
+
+// ExpandDims inserts an axis of extent 1 at axis.
+func (b *Builder) ExpandDims(x *Value, axis int) *Value {
+	if axis < 0 || axis > x.Type.Rank() || x.Type.Rank() >= 2 {
+		return b.fail("expand_dims(axis %d) of a rank-%d tile: tiles have rank 1 or 2", axis, x.Type.Rank())
+	}
+	s := append([]int(nil), x.Type.Shape[:axis]...)
+	s = append(s, 1)
+	s = append(s, x.Type.Shape[axis:]...)
+	v := b.f.NewValue(OpExpandDims, Tile(x.Type.DType, s...), x)
+	v.Aux = int64(axis)
+	return b.add(v)
+}
+
+// Col makes a column [n,1] of a 1-D tile [n].
+func (b *Builder) Col(x *Value) *Value { return b.ExpandDims(x, 1) }
+
+// Row makes a row [1,n] of a 1-D tile [n].
+func (b *Builder) Row(x *Value) *Value { return b.ExpandDims(x, 0) }
+
+// BroadcastTo stretches axes of extent 1 (or a scalar) to shape.
+func (b *Builder) BroadcastTo(x *Value, shape ...int) *Value {
+	if x.Type.Rank() == 0 {
+		return b.Splat(x, shape...)
+	}
+	if SameShape(x.Type, Tile(x.Type.DType, shape...)) {
+		return x
+	}
+	return b.val(OpBroadcast, Tile(x.Type.DType, shape...), x)
+}
+
+// operand turns a Go number into a constant of like's element type.
+func (b *Builder) operand(x any, like DType) *Value {
+	switch x := x.(type) {
+	case *Value:
+		return x
+	case int:
+		return b.Const(like, float64(x))
+	case float64:
+		return b.Const(like, x)
+	case float32:
+		return b.Const(like, float64(x))
+	}
+	return b.fail("operand of type %T: want *ir.Value or a number", x)
+}
+
+// broadcastPair gives two values one shape.
+func (b *Builder) broadcastPair(x, y *Value) (*Value, *Value) {
+	xs, ys := x.Type.Shape, y.Type.Shape
+	switch {
+	case SameShape(x.Type, y.Type):
+		return x, y
+	case len(xs) == 0:
+		return b.Splat(x, ys...), y
+	case len(ys) == 0:
+		return x, b.Splat(y, xs...)
+	case len(xs) != len(ys):
+		b.fail("shapes %v and %v have different ranks: use Col or Row to say which axis to add", xs, ys)
+		return x, y
+	}
+	out := make([]int, len(xs))
+	for i := range xs {
+		switch {
+		case xs[i] == ys[i] || ys[i] == 1:
+			out[i] = xs[i]
+		case xs[i] == 1:
+			out[i] = ys[i]
+		default:
+			b.fail("shapes %v and %v do not broadcast: axis %d is %d and %d", xs, ys, i, xs[i], ys[i])
+			return x, y
+		}
+	}
+	return b.BroadcastTo(x, out...), b.BroadcastTo(y, out...)
+}
+
+func (b *Builder) binary(op Op, x, y any) *Value {
+	xv, xok := x.(*Value)
+	yv, yok := y.(*Value)
+	switch {
+	case xok && !yok:
+		yv = b.operand(y, xv.Type.DType)
+	case yok && !xok:
+		xv = b.operand(x, yv.Type.DType)
+	case !xok && !yok:
+		return b.fail("%s of two Go numbers: at least one operand must be a value", op.Name())
+	}
+	if b.err != nil {
+		return b.placeholder()
+	}
+	xv, yv = b.broadcastPair(xv, yv)
+	t := xv.Type
+	if op.IsCompare() {
+		t = t.With(Bool)
+	}
+	return b.val(op, Tile(t.DType, t.Shape...), xv, yv)
+}
+
+func (b *Builder) Add(x, y any) *Value { return b.binary(OpAdd, x, y) }
+func (b *Builder) Sub(x, y any) *Value { return b.binary(OpSub, x, y) }
+func (b *Builder) Mul(x, y any) *Value { return b.binary(OpMul, x, y) }
+func (b *Builder) Div(x, y any) *Value { return b.binary(OpDiv, x, y) }
+func (b *Builder) Rem(x, y any) *Value { return b.binary(OpRem, x, y) }
+func (b *Builder) Max(x, y any) *Value { return b.binary(OpMax, x, y) }
+func (b *Builder) Min(x, y any) *Value { return b.binary(OpMin, x, y) }
+func (b *Builder) And(x, y any) *Value { return b.binary(OpAnd, x, y) }
+func (b *Builder) Or(x, y any) *Value  { return b.binary(OpOr, x, y) }
+func (b *Builder) Lt(x, y any) *Value  { return b.binary(OpLt, x, y) }
+func (b *Builder) Le(x, y any) *Value  { return b.binary(OpLe, x, y) }
+func (b *Builder) Gt(x, y any) *Value  { return b.binary(OpGt, x, y) }
+func (b *Builder) Ge(x, y any) *Value  { return b.binary(OpGe, x, y) }
+func (b *Builder) Eq(x, y any) *Value  { return b.binary(OpEq, x, y) }
+func (b *Builder) Ne(x, y any) *Value  { return b.binary(OpNe, x, y) }
+
+func (b *Builder) unary(op Op, x *Value) *Value { return b.val(op, x.Type.With(x.Type.DType), x) }
+
+func (b *Builder) Abs(x *Value) *Value       { return b.unary(OpAbs, x) }
+func (b *Builder) Neg(x *Value) *Value       { return b.unary(OpNeg, x) }
+func (b *Builder) Rsqrt(x *Value) *Value     { return b.unary(OpRsqrt, x) }
+func (b *Builder) Pow2Floor(x *Value) *Value { return b.unary(OpPow2Floor, x) }
+
+// Cast converts to d; to FP8 it rounds to nearest even and saturates.
+func (b *Builder) Cast(x *Value, d DType) *Value {
+	return b.val(OpCast, Tile(d, x.Type.Shape...), x)
+}
+
+// Where picks x where c holds, y elsewhere.
+func (b *Builder) Where(c *Value, x, y any) *Value {
+	xv, xok := x.(*Value)
+	yv, yok := y.(*Value)
+	switch {
+	case xok && !yok:
+		yv = b.operand(y, xv.Type.DType)
+	case yok && !xok:
+		xv = b.operand(x, yv.Type.DType)
+	case !xok && !yok:
+		return b.fail("where of two Go numbers: at least one must be a value")
+	}
+	xv, yv = b.broadcastPair(xv, yv)
+	c, xv = b.broadcastPair(c, xv)
+	c, yv = b.broadcastPair(c, yv)
+	return b.val(OpWhere, Tile(xv.Type.DType, xv.Type.Shape...), c, xv, yv)
+}
+
+// PtrAdd advances pointer p by offs elements, broadcasting p.
+func (b *Builder) PtrAdd(p *Value, offs any) *Value {
+	o := b.operand(offs, I32)
+	if b.err != nil {
+		return b.placeholder()
+	}
+	p, o = b.broadcastPair(p, o)
+	return b.val(OpPtrAdd, Tile(p.Type.DType, p.Type.Shape...), p, o)
+}
+
+// mask fills in a default mask (all true) shaped like like.
+func (b *Builder) mask(m *Value, like *Value) *Value {
+	if m == nil {
+		m = b.Const(Bool, 1)
+	}
+	_, m = b.broadcastPair(like, m)
+	return m
+}
+
+// Load reads p where mask holds (nil: everywhere) and yields other
+// (nil: zero) elsewhere.
+func (b *Builder) Load(p, mask *Value, other any) *Value {
+	if p.Type.DType.K != KPtr {
+		return b.fail("load from %v: want a pointer tile", p.Type.DType)
+	}
+	if other == nil {
+		other = 0
+	}
+	o := b.operand(other, p.Type.DType.Elem())
+	if b.err != nil {
+		return b.placeholder()
+	}
+	_, o = b.broadcastPair(p, o)
+	return b.val(OpLoad, Tile(p.Type.DType.Elem(), p.Type.Shape...), p, b.mask(mask, p), o)
+}
+
+// Store writes x to p where mask holds (nil: everywhere).
+func (b *Builder) Store(p *Value, x any, mask *Value) {
+	if p.Type.DType.K != KPtr {
+		b.fail("store to %v: want a pointer tile", p.Type.DType)
+		return
+	}
+	xv := b.operand(x, p.Type.DType.Elem())
+	if b.err != nil {
+		return
+	}
+	p, xv = b.broadcastPair(p, xv)
+	b.val(OpStore, Type{}, p, xv, b.mask(mask, p))
+}
+
+// AtomicMax does an atomic maximum (IEEE maxNum for floats) at p with the
+// given memory order and scope.
+func (b *Builder) AtomicMax(p *Value, x any, mask *Value, o MemOrder, s MemScope) {
+	b.atomic(OpAtomicMax, p, x, mask, o, s)
+}
+
+// AtomicAdd does an atomic addition at p.
+func (b *Builder) AtomicAdd(p *Value, x any, mask *Value, o MemOrder, s MemScope) {
+	b.atomic(OpAtomicAdd, p, x, mask, o, s)
+}
+
+func (b *Builder) atomic(op Op, p *Value, x any, mask *Value, o MemOrder, s MemScope) {
+	xv := b.operand(x, p.Type.DType.Elem())
+	if b.err != nil {
+		return
+	}
+	p, xv = b.broadcastPair(p, xv)
+	v := b.f.NewValue(op, Type{}, p, xv, b.mask(mask, p))
+	v.Order, v.Scope = o, s
+	b.add(v)
+}
+
+// Reduce folds axis of x with kind; the result has that axis removed.
+func (b *Builder) Reduce(x *Value, axis int, kind ReduceKind) *Value {
+	if axis < 0 || axis >= x.Type.Rank() {
+		return b.fail("reduce over axis %d of a rank-%d tile", axis, x.Type.Rank())
+	}
+	s := append(append([]int(nil), x.Type.Shape[:axis]...), x.Type.Shape[axis+1:]...)
+	v := b.f.NewValue(OpReduce, Tile(x.Type.DType, s...), x)
+	v.Aux, v.Red = int64(axis), kind
+	return b.add(v)
+}
+
+// Trans transposes a 2-D tile.
+func (b *Builder) Trans(x *Value) *Value {
+	if x.Type.Rank() != 2 {
+		return b.fail("trans of a rank-%d tile: want rank 2", x.Type.Rank())
+	}
+	return b.val(OpTrans, Tile(x.Type.DType, x.Type.Shape[1], x.Type.Shape[0]), x)
+}
+
+// For runs body for i = lo, lo+step, … while i < hi (i32 scalars, the same
+// in every lane of the program). The body receives the induction variable and
+// the carried values (initially inits) and returns their next values; For
+// returns the carried values after the loop.
+func (b *Builder) For(lo, hi, step any, inits []*Value, body func(i *Value, carried []*Value) []*Value) []*Value {
+	args := []*Value{b.operand(lo, I32), b.operand(hi, I32), b.operand(step, I32)}
+	args = append(args, inits...)
+	if b.err != nil {
+		return b.placeholders(len(inits))
+	}
+	loop := b.f.NewValue(OpFor, Type{}, args...)
+	loop.Pos = callerPos()
+	loop.Body = &Block{Parent: loop}
+	iv := b.f.NewValue(OpLoopVar, Scalar(I32))
+	iv.Block = loop.Body
+	loop.Body.Vars = append(loop.Body.Vars, iv)
+	var carried []*Value
+	for i, x := range inits {
+		c := b.f.NewValue(OpLoopVar, x.Type)
+		c.Aux = int64(i + 1)
+		c.Block = loop.Body
+		loop.Body.Vars = append(loop.Body.Vars, c)
+		carried = append(carried, c)
+	}
+	outer := b.cur
+	b.cur = loop.Body
+	next := body(iv, carried)
+	b.cur = outer
+	if b.err != nil {
+		return b.placeholders(len(inits))
+	}
+	if len(next) != len(inits) {
+		b.fail("for: the body returns %d values for %d carried", len(next), len(inits))
+		return b.placeholders(len(inits))
+	}
+	for i := range next {
+		if !SameShape(next[i].Type, inits[i].Type) || next[i].Type.DType != inits[i].Type.DType {
+			b.fail("for: carried value %d enters as %v and comes back as %v", i, inits[i].Type, next[i].Type)
+			return b.placeholders(len(inits))
+		}
+	}
+	y := b.f.NewValue(OpYield, Type{}, next...)
+	y.Pos = loop.Pos
+	loop.Body.Append(y)
+	if b.add(loop); b.err != nil {
+		return b.placeholders(len(inits))
+	}
+	var outs []*Value
+	for i, x := range inits {
+		r := b.f.NewValue(OpForResult, x.Type, loop)
+		r.Aux = int64(i)
+		outs = append(outs, b.add(r))
+	}
+	return outs
+}
+
+func (b *Builder) placeholders(n int) []*Value {
+	out := make([]*Value, n)
+	for i := range out {
+		out[i] = b.placeholder()
+	}
+	return out
+}

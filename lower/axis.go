@@ -1,0 +1,121 @@
+package lower
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// axisInfo is what is known of an integer or pointer tile along each axis:
+// runs of contig elements that step by +1, runs of constant elements, and a
+// power of two dividing the first element of every run (in elements). It is
+// how lowering knows that x + rows*K + cols is contiguous along the columns
+// and aligned for 16-byte vectors when K is a multiple of 8.
+type axisInfo struct {
+	contig, constant []int
+	div              int
+}
+
+const maxDiv = 1 << 20
+
+func divOf(x int64) int {
+	if x == 0 {
+		return maxDiv
+	}
+	d := 1
+	for x%2 == 0 && d < maxDiv {
+		x /= 2
+		d *= 2
+	}
+	return d
+}
+
+func ones(n int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = 1
+	}
+	return o
+}
+
+func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
+	m := map[*ir.Value]axisInfo{}
+	get := func(v *ir.Value) axisInfo {
+		if a, ok := m[v]; ok {
+			return a
+		}
+		return axisInfo{contig: ones(v.Type.Rank()), constant: ones(v.Type.Rank()), div: 1}
+	}
+	f.Walk(func(v *ir.Value) {
+		r := v.Type.Rank()
+		a := axisInfo{contig: ones(r), constant: ones(r), div: 1}
+		switch v.Op {
+		case ir.OpConst:
+			a.div = divOf(v.Aux)
+		case ir.OpSize:
+			if d, ok := cfg.Div[v.Name]; ok {
+				a.div = d
+			}
+		case ir.OpParam:
+			a.div = 16 / v.Type.DType.Elem().Bytes() // device allocations are 16-byte aligned at least
+		case ir.OpArange:
+			a.contig[0], a.div = v.Type.Shape[0], maxDiv
+		case ir.OpLoopVar:
+			if v.Aux == 0 {
+				loop := v.Block.Parent
+				a.div = min(get(loop.Args[0]).div, get(loop.Args[2]).div)
+			}
+		case ir.OpSplat:
+			a.constant, a.div = append([]int(nil), v.Type.Shape...), get(v.Args[0]).div
+		case ir.OpExpandDims:
+			x := get(v.Args[0])
+			ax := int(v.Aux)
+			a.contig = insert(x.contig, ax)
+			a.constant = insert(x.constant, ax)
+			a.div = x.div
+		case ir.OpBroadcast:
+			x := get(v.Args[0])
+			for i, s := range v.Args[0].Type.Shape {
+				if s == 1 {
+					a.constant[i] = v.Type.Shape[i]
+				} else {
+					a.contig[i], a.constant[i] = x.contig[i], x.constant[i]
+				}
+			}
+			a.div = x.div
+		case ir.OpAdd, ir.OpPtrAdd, ir.OpSub:
+			x, y := get(v.Args[0]), get(v.Args[1])
+			for i := 0; i < r; i++ {
+				a.constant[i] = min(x.constant[i], y.constant[i])
+				a.contig[i] = max(min(x.contig[i], y.constant[i]), 1)
+				if v.Op != ir.OpSub {
+					a.contig[i] = max(a.contig[i], min(x.constant[i], y.contig[i]))
+				}
+			}
+			a.div = min(x.div, y.div)
+		case ir.OpMul:
+			x, y := get(v.Args[0]), get(v.Args[1])
+			for i := 0; i < r; i++ {
+				a.constant[i] = min(x.constant[i], y.constant[i])
+			}
+			a.div = min(x.div*y.div, maxDiv)
+		case ir.OpConvert:
+			a = get(v.Args[0])
+		}
+		m[v] = a
+	})
+	return m
+}
+
+func insert(x []int, at int) []int {
+	out := append([]int(nil), x[:at]...)
+	out = append(out, 1)
+	return append(out, x[at:]...)
+}
+
+// contigAxis is the axis along which a pointer tile's runs are longest.
+func (a axisInfo) contigAxis() int {
+	best := len(a.contig) - 1
+	for i := range a.contig {
+		if a.contig[i] > a.contig[best] {
+			best = i
+		}
+	}
+	return best
+}

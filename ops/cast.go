@@ -1,0 +1,383 @@
+package ops
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/schedule"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// scaleOf is fmt_max / max(amax, eps), optionally rounded down to a power of two.
+func scaleOf(b *ir.Builder, amax *ir.Value, f *fp8.Format, o Options) *ir.Value {
+	s := b.Div(b.FP8Max(f), b.Max(amax, Eps))
+	if o.Pow2 {
+		s = b.Pow2Floor(s)
+	}
+	return s
+}
+
+// loadF32 loads x (bf16 or f32) where mask holds, 0 elsewhere, as f32.
+func loadF32(b *ir.Builder, x, offs, mask *ir.Value) *ir.Value {
+	v := b.Load(b.PtrAdd(x, offs), mask, nil)
+	if v.Type.DType != ir.F32 {
+		v = b.Cast(v, ir.F32)
+	}
+	return v
+}
+
+var Rowwise = register(&Op{
+	Name:  "rowwise_cast",
+	Doc:   "x[M,K] → q[M,K] fp8, inv_scale[M] f32: one scale per row",
+	Sizes: []string{"M", "K"},
+	Inputs: func(sh Shape, o Options) []Spec {
+		return []Spec{{Name: "x", DType: o.In, Shape: []int{sh["M"], sh["K"]}}}
+	},
+	Outputs: rowwiseOutputs,
+	Kernels: []*Kernel{{
+		Name:  "rowwise_cast",
+		Build: rowwiseKernel,
+		Space: rowwiseSpace,
+		Grid: func(t *target.Target, sh Shape, s schedule.Params) [3]int {
+			return [3]int{cdiv(sh["M"], s.Get("ROWS")), 1, 1}
+		},
+	}},
+	Reference: func(in map[string]*Tensor, sh Shape, o Options, f *fp8.Format) map[string]*Tensor {
+		m, k := sh["M"], sh["K"]
+		x := floats(in["x"])
+		out := Tensors(rowwiseOutputs(sh, o, f))
+		for i := 0; i < m; i++ {
+			row := x[i*k : (i+1)*k]
+			scale := refScale(row, f, o)
+			for j, v := range row {
+				out["q"].Data[i*k+j] = f.EncodeSat(v * scale)
+			}
+			putF32(out["inv_scale"].Data, i, 1/scale)
+		}
+		return out
+	},
+	Ceiling: func(*target.Target, Shape, []schedule.Params) float64 { return 1 },
+})
+
+// rowwiseSpace: a whole row in registers (BLOCK_K ≥ K, the single pass);
+// rows of more than 16384 elements loop over K twice. Preference: enough
+// waves that each lane holds at most 16 elements of x, several rows per
+// program when rows are short.
+func rowwiseSpace(t *target.Target, sh Shape) []schedule.Params {
+	k := sh["K"]
+	bk := pow2AtLeast(k)
+	var out []schedule.Params
+	if bk <= 16384 {
+		for _, per := range []int{16, 8, 32} {
+			warps := max(1, min(bk/(per*t.WaveSize), t.MaxBlock/t.WaveSize))
+			rows := 1
+			for rows*bk < per*t.WaveSize*warps && rows < 64 {
+				rows *= 2
+			}
+			out = append(out, schedule.Params{"WARPS": warps, "ROWS": rows, "BLOCK_K": bk, "LOOP": 0})
+		}
+	}
+	for _, bk := range []int{4096, 2048} {
+		out = append(out, schedule.Params{"WARPS": 8, "ROWS": 1, "BLOCK_K": bk, "LOOP": 1})
+	}
+	return out
+}
+
+func rowwiseKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
+	x := b.Param("x", o.In)
+	q := b.Param("q", ir.FP8(f))
+	inv := b.Param("inv_scale", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	nr, bk := s.Get("ROWS"), s.Get("BLOCK_K")
+
+	rows := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr))
+	rmask := b.Lt(rows, m)
+	tile := func(k0 *ir.Value) (offs, mask *ir.Value) {
+		cols := b.Add(k0, b.Arange(bk))
+		offs = b.Add(b.Mul(b.Col(rows), k), b.Row(cols))
+		mask = b.And(b.Col(rmask), b.Row(b.Lt(cols, k)))
+		return offs, mask
+	}
+	var scale *ir.Value
+	if s.Get("LOOP") == 0 {
+		offs, mask := tile(b.I32(0))
+		v := loadF32(b, x, offs, mask)
+		scale = scaleOf(b, b.Reduce(b.Abs(v), 1, ir.RMax), f, o)
+		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(f)), mask)
+	} else {
+		// Rows too long for registers: one pass for amax, one to cast.
+		acc := b.For(0, k, bk, []*ir.Value{b.Full(ir.F32, 0, nr, bk)}, func(k0 *ir.Value, c []*ir.Value) []*ir.Value {
+			offs, mask := tile(k0)
+			return []*ir.Value{b.Max(c[0], b.Abs(loadF32(b, x, offs, mask)))}
+		})
+		scale = scaleOf(b, b.Reduce(acc[0], 1, ir.RMax), f, o)
+		b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			offs, mask := tile(k0)
+			v := loadF32(b, x, offs, mask)
+			b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(f)), mask)
+			return nil
+		})
+	}
+	b.Store(b.PtrAdd(inv, rows), b.Div(1, scale), rmask)
+}
+
+var Tensorwise = register(&Op{
+	Name:  "tensorwise_cast",
+	Doc:   "x[M,K] → q[M,K] fp8, inv_scale[1] f32: one scale for the tensor (amax with relaxed atomics, then the cast)",
+	Sizes: []string{"M", "K"},
+	Inputs: func(sh Shape, o Options) []Spec {
+		return []Spec{{Name: "x", DType: o.In, Shape: []int{sh["M"], sh["K"]}}}
+	},
+	Outputs: tensorwiseOutputs,
+	Kernels: []*Kernel{
+		{Name: "tensorwise_amax", Build: tensorAmaxKernel, Space: flatSpace, Grid: flatGrid},
+		{Name: "tensorwise_cast", Build: tensorCastKernel, Space: flatSpace, Grid: flatGrid},
+	},
+	Reference: func(in map[string]*Tensor, sh Shape, o Options, f *fp8.Format) map[string]*Tensor {
+		x := floats(in["x"])
+		out := Tensors(tensorwiseOutputs(sh, o, f))
+		amax := float32(0)
+		for _, v := range x {
+			amax = interp.MaxF32(amax, abs32(v))
+		}
+		scale := scaleFrom(amax, f, o)
+		for i, v := range x {
+			out["q"].Data[i] = f.EncodeSat(v * scale)
+		}
+		putF32(out["inv_scale"].Data, 0, 1/scale)
+		putF32(out["amax"].Data, 0, amax)
+		return out
+	},
+	Ceiling: func(t *target.Target, sh Shape, _ []schedule.Params) float64 {
+		return twoPassCeiling(t, sh)
+	},
+})
+
+// twoPassCeiling: x read twice, unless it fits in L2 for the second read.
+// Ideal bytes are 2 (read) + 1 (write) per bf16 element, moved bytes 2+2+1.
+func twoPassCeiling(t *target.Target, sh Shape) float64 {
+	if 2*sh["M"]*sh["K"] <= t.L2Bytes/2 {
+		return 1
+	}
+	return 3.0 / 5.0
+}
+
+// flatSpace: the tensor as a flat array, a persistent grid of programs each
+// walking tiles of BLOCK elements; 16 bytes of x per lane per tile.
+func flatSpace(t *target.Target, sh Shape) []schedule.Params {
+	var out []schedule.Params
+	for _, warps := range []int{8, 4, 16} {
+		out = append(out, schedule.Params{"WARPS": warps, "BLOCK": warps * t.WaveSize * 16})
+	}
+	return out
+}
+
+// flatGrid: enough programs to fill every CU a few times over, no more than tiles.
+func flatGrid(t *target.Target, sh Shape, s schedule.Params) [3]int {
+	tiles := cdiv(sh["M"]*sh["K"], s.Get("BLOCK"))
+	perCU := max(1, 2048/(s.Get("WARPS")*t.WaveSize))
+	return [3]int{max(1, min(tiles, t.CUs*perCU)), 1, 1}
+}
+
+func tensorAmaxKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
+	x := b.Param("x", o.In)
+	amaxp := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bs := s.Get("BLOCK")
+	n := b.Mul(m, k)
+	tiles := b.Div(b.Add(n, bs-1), bs)
+	acc := b.For(b.ProgramID(0), tiles, b.NumPrograms(0), []*ir.Value{b.Full(ir.F32, 0, bs)}, func(i *ir.Value, c []*ir.Value) []*ir.Value {
+		offs := b.Add(b.Mul(i, bs), b.Arange(bs))
+		return []*ir.Value{b.Max(c[0], b.Abs(loadF32(b, x, offs, b.Lt(offs, n))))}
+	})
+	// Relaxed is enough: the cast kernel reads amax after this launch ends.
+	b.AtomicMax(amaxp, b.Reduce(acc[0], 0, ir.RMax), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
+func tensorCastKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
+	x := b.Param("x", o.In)
+	q := b.Param("q", ir.FP8(f))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bs := s.Get("BLOCK")
+	n := b.Mul(m, k)
+	tiles := b.Div(b.Add(n, bs-1), bs)
+	scale := scaleOf(b, b.Load(amaxp, nil, nil), f, o)
+	pid := b.ProgramID(0)
+	b.For(pid, tiles, b.NumPrograms(0), nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
+		offs := b.Add(b.Mul(i, bs), b.Arange(bs))
+		mask := b.Lt(offs, n)
+		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(loadF32(b, x, offs, mask), scale), ir.FP8(f)), mask)
+		return nil
+	})
+	b.Store(inv, b.Div(1, scale), b.Eq(pid, 0))
+}
+
+var Colwise = register(&Op{
+	Name:  "colwise_cast",
+	Doc:   "x[M,K] → qt[K,M] fp8 (transposed), inv_scale[K] f32: one scale per column",
+	Sizes: []string{"M", "K"},
+	Inputs: func(sh Shape, o Options) []Spec {
+		return []Spec{{Name: "x", DType: o.In, Shape: []int{sh["M"], sh["K"]}}}
+	},
+	Outputs: colwiseOutputs,
+	Kernels: []*Kernel{{
+		Name:  "colwise_cast",
+		Build: colwiseKernel,
+		Space: colwiseSpace,
+		Grid: func(t *target.Target, sh Shape, s schedule.Params) [3]int {
+			return [3]int{cdiv(sh["K"], s.Get("BLOCK_K")), 1, 1}
+		},
+	}},
+	Reference: func(in map[string]*Tensor, sh Shape, o Options, f *fp8.Format) map[string]*Tensor {
+		m, k := sh["M"], sh["K"]
+		x := floats(in["x"])
+		out := Tensors(colwiseOutputs(sh, o, f))
+		col := make([]float32, m)
+		for j := 0; j < k; j++ {
+			for i := 0; i < m; i++ {
+				col[i] = x[i*k+j]
+			}
+			scale := refScale(col, f, o)
+			for i, v := range col {
+				out["qt"].Data[j*m+i] = f.EncodeSat(v * scale)
+			}
+			putF32(out["inv_scale"].Data, j, 1/scale)
+		}
+		return out
+	},
+	Ceiling: func(t *target.Target, sh Shape, s []schedule.Params) float64 {
+		if len(s) > 0 && s[0]["ONEPASS"] == 1 {
+			return 1
+		}
+		return twoPassCeiling(t, sh)
+	},
+})
+
+// colwiseSpace: a strip of BLOCK_K columns per program. When the whole
+// strip fits on chip (BLOCK_M ≥ M) one pass reads x once; otherwise the
+// program walks the strip twice, once for amax and once to cast, and the
+// transposed tile goes out through LDS so that writes run along M.
+func colwiseSpace(t *target.Target, sh Shape) []schedule.Params {
+	m := sh["M"]
+	var out []schedule.Params
+	if bm := pow2AtLeast(m); bm <= 4096 {
+		for _, bk := range []int{16, 8} {
+			warps := min(t.MaxBlock/t.WaveSize, max(1, bm*bk/(32*t.WaveSize)))
+			out = append(out, schedule.Params{"WARPS": warps, "BLOCK_M": bm, "BLOCK_K": bk, "ONEPASS": 1})
+		}
+	}
+	for _, c := range [][3]int{{128, 32, 8}, {64, 32, 4}, {64, 16, 4}, {32, 16, 4}} {
+		out = append(out, schedule.Params{"BLOCK_M": c[0], "BLOCK_K": c[1], "WARPS": c[2], "ONEPASS": 0})
+	}
+	return out
+}
+
+func colwiseKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
+	x := b.Param("x", o.In)
+	qt := b.Param("qt", ir.FP8(f))
+	inv := b.Param("inv_scale", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bm, bk := s.Get("BLOCK_M"), s.Get("BLOCK_K")
+	pid := b.ProgramID(0)
+
+	// Index tiles are built separately for the load and for the transposed
+	// store: each then takes the layout its access wants, with no convert.
+	colsOf := func() *ir.Value { return b.Add(b.Mul(pid, bk), b.Arange(bk)) }
+	rowsOf := func(m0 *ir.Value) *ir.Value { return b.Add(m0, b.Arange(bm)) }
+	xTile := func(m0 *ir.Value) (*ir.Value, *ir.Value) {
+		rows, cols := rowsOf(m0), colsOf()
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols))
+		mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k)))
+		return loadF32(b, x, offs, mask), mask
+	}
+	storeT := func(m0, scale *ir.Value) {
+		v, _ := xTile(m0)
+		qv := b.Trans(b.Cast(b.Mul(v, b.Row(scale)), ir.FP8(f))) // [BLOCK_K, BLOCK_M]
+		rows, cols := rowsOf(m0), colsOf()
+		offs := b.Add(b.Mul(b.Col(cols), m), b.Row(rows))
+		mask := b.And(b.Col(b.Lt(cols, k)), b.Row(b.Lt(rows, m)))
+		b.Store(b.PtrAdd(qt, offs), qv, mask)
+	}
+	var scale *ir.Value
+	if s.Get("ONEPASS") == 1 {
+		v, _ := xTile(b.I32(0))
+		scale = scaleOf(b, b.Reduce(b.Abs(v), 0, ir.RMax), f, o)
+		storeT(b.I32(0), scale)
+	} else {
+		acc := b.For(0, m, bm, []*ir.Value{b.Full(ir.F32, 0, bm, bk)}, func(m0 *ir.Value, c []*ir.Value) []*ir.Value {
+			v, _ := xTile(m0)
+			return []*ir.Value{b.Max(c[0], b.Abs(v))}
+		})
+		scale = scaleOf(b, b.Reduce(acc[0], 0, ir.RMax), f, o)
+		b.For(0, m, bm, nil, func(m0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			storeT(m0, scale)
+			return nil
+		})
+	}
+	cols := colsOf()
+	b.Store(b.PtrAdd(inv, cols), b.Div(1, scale), b.Lt(cols, k))
+}
+
+// refScale is the reference's scale of one group.
+func refScale(g []float32, f *fp8.Format, o Options) float32 {
+	amax := float32(0)
+	for _, v := range g {
+		amax = interp.MaxF32(amax, abs32(v))
+	}
+	return scaleFrom(amax, f, o)
+}
+
+func scaleFrom(amax float32, f *fp8.Format, o Options) float32 {
+	s := f.Max / interp.MaxF32(amax, float32(Eps))
+	if o.Pow2 {
+		s = interp.Pow2Floor(s)
+	}
+	return s
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// floats decodes a bf16 or f32 tensor.
+func floats(t *Tensor) []float32 {
+	n := len(t.Data) / t.DType.Bytes()
+	out := make([]float32, n)
+	for i := range out {
+		if t.DType.K == ir.KBF16 {
+			out[i] = interp.BF16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
+		} else {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+		}
+	}
+	return out
+}
+
+func putF32(b []byte, i int, v float32) {
+	binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+}
+
+func rowwiseOutputs(sh Shape, o Options, f *fp8.Format) []Spec {
+	return []Spec{
+		{Name: "q", DType: ir.FP8(f), Shape: []int{sh["M"], sh["K"]}},
+		{Name: "inv_scale", DType: ir.F32, Shape: []int{sh["M"]}},
+	}
+}
+
+func tensorwiseOutputs(sh Shape, o Options, f *fp8.Format) []Spec {
+	return []Spec{
+		{Name: "q", DType: ir.FP8(f), Shape: []int{sh["M"], sh["K"]}},
+		{Name: "inv_scale", DType: ir.F32, Shape: []int{1}},
+		{Name: "amax", DType: ir.F32, Shape: []int{1}, Zero: true},
+	}
+}
+
+func colwiseOutputs(sh Shape, o Options, f *fp8.Format) []Spec {
+	return []Spec{
+		{Name: "qt", DType: ir.FP8(f), Shape: []int{sh["K"], sh["M"]}},
+		{Name: "inv_scale", DType: ir.F32, Shape: []int{sh["K"]}},
+	}
+}

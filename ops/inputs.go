@@ -1,0 +1,85 @@
+package ops
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+
+	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ir"
+)
+
+// Inputs makes an op's inputs from a seed: normal values times 3. With
+// adversarial set, it also plants, in some rows and columns, the values
+// that break casts: zeros, ±Inf, NaN, float32 and bf16 subnormals, values
+// at and just past the format's max (raw and after scaling), and whole rows
+// and columns of zeros, NaN or subnormals.
+func Inputs(op *Op, sh Shape, o Options, f *fp8.Format, seed uint64, adversarial bool) map[string]*Tensor {
+	r := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
+	in := Tensors(op.Inputs(sh, o))
+	for _, t := range in {
+		n := t.Bytes() / t.DType.Bytes()
+		vals := make([]float32, n)
+		for i := range vals {
+			vals[i] = float32(r.NormFloat64() * 3)
+		}
+		if adversarial && len(t.Shape) == 2 {
+			plant(vals, t.Shape[0], t.Shape[1], f, r)
+		}
+		for i, v := range vals {
+			if t.DType.K == ir.KBF16 {
+				binary.LittleEndian.PutUint16(t.Data[2*i:], interp.F32ToBF16(v))
+			} else {
+				binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(v))
+			}
+		}
+	}
+	return in
+}
+
+// Specials are the values adversarial inputs plant.
+func Specials(f *fp8.Format) []float32 {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	max := f.Max
+	return []float32{
+		0, float32(math.Copysign(0, -1)), inf, -inf, nan,
+		math.Float32frombits(1), -math.Float32frombits(0x7FFFFF), // f32 subnormals
+		math.Float32frombits(0x00010000),                         // bf16 subnormal
+		max, -max, math.Nextafter32(max, inf), max * 1.0625, 1e30, -3e38,
+		1e-30, 6e-8,
+	}
+}
+
+func plant(v []float32, m, k int, f *fp8.Format, r *rand.Rand) {
+	sp := Specials(f)
+	// Scattered specials.
+	for i := 0; i < max(4, len(v)/97); i++ {
+		v[r.IntN(len(v))] = sp[r.IntN(len(sp))]
+	}
+	// Whole rows: zeros, NaN, subnormals, all at max.
+	fillRow := func(i int, g func(j int) float32) {
+		if i < m {
+			for j := 0; j < k; j++ {
+				v[i*k+j] = g(j)
+			}
+		}
+	}
+	fillRow(1, func(int) float32 { return 0 })
+	fillRow(2, func(int) float32 { return float32(math.NaN()) })
+	fillRow(3, func(j int) float32 { return math.Float32frombits(uint32(1 + j)) })
+	fillRow(4, func(j int) float32 { return f.Max * float32(1-2*(j%2)) })
+	// Whole columns: zeros and a single Inf.
+	for i := 0; i < m; i++ {
+		if k > 1 {
+			v[i*k+1] = 0
+		}
+		if k > 2 {
+			v[i*k+2] = float32(r.NormFloat64() * 1e-3)
+		}
+	}
+	if k > 3 {
+		v[(m/2)*k+3] = float32(math.Inf(-1))
+	}
+}
