@@ -1,0 +1,52 @@
+// Package runtime runs generated kernels on a GPU: it finds the device,
+// JIT-compiles kernel source, moves memory, launches and times kernels.
+//
+// # Driver model
+//
+// The package is cgo over dlopen and links only libdl: no GPU header or
+// library is needed to build it, and one binary runs on NVIDIA and AMD
+// machines. On NVIDIA it loads the CUDA driver (libcuda.so.1) and uses the
+// driver API (cuInit, cuModuleLoadData, cuLaunchKernel, cuMemAlloc_v2, ...);
+// on AMD it loads the HIP runtime (libamdhip64.so) and uses HIP's module
+// API (hipModuleLoadData, hipModuleLaunchKernel, hipMalloc, ...), which is
+// the driver API under other names. So a single table maps each entry
+// point to its CUDA and HIP symbol, with the few C types it needs declared
+// by hand; attribute numbers differ and have a table per vendor.
+//
+// Nothing is loaded until Open asks for a device. FP8GEN_GPU=cuda or
+// FP8GEN_GPU=hip forces a vendor; otherwise libcuda.so.1 is tried first,
+// then libamdhip64.so. Only one vendor's library is loaded per process.
+// Every error that means "no usable GPU here" (no library, a driver that
+// will not initialise, no device) wraps ErrNoDevice, and callers fall back
+// to the CPU interpreter on it.
+//
+// A Device owns the device's primary context (NVIDIA) and one stream.
+// Its methods are serialised by a mutex, and every C call first makes the
+// context current (cuCtxSetCurrent, or hipSetDevice on AMD) on whatever OS
+// thread runs it, so goroutines need not be pinned. Driver failures are
+// *DriverError values naming the API function and the driver's error name
+// and text, e.g. "cuMemAlloc_v2(1099511627776 B): CUDA_ERROR_OUT_OF_MEMORY:
+// out of memory". Launch checks the grid, block and shared memory against
+// the device and the kernel (and, where the CUDA driver can tell, the
+// number and sizes of the arguments) before calling the driver.
+//
+// Known limits on AMD (not testable without an AMD GPU): gcnArchName has no
+// device attribute in ROCm 6+, so it is read by scanning the buffer that
+// hipGetDeviceProperties fills for a "gfx..." string, which needs no
+// struct layout; where that fails Props.Arch is empty, Props.ArchNote says
+// why, and Target fails. hipFuncSetAttribute cannot address module
+// kernels, so SetMaxDynamicShared only checks the LDS limit there.
+//
+// # JIT compilation
+//
+// Compiler.Compile turns CUDA/HIP C++ into a loadable image with nvcc
+// (--cubin -arch=sm_90 --fmad=false) or hipcc (--genco --offload-arch=gfx942
+// -ffp-contract=off), run as a subprocess. Images are cached on disk under
+// os.UserCacheDir()/fp8gen/jit (or $FP8GEN_CACHE) keyed by the sha256 of the
+// source, target, compiler path, compiler version and flags. Entries are
+// written to a temporary file, fsynced and renamed, so readers never see
+// a partial image and concurrent processes race harmlessly; within a process,
+// concurrent requests for one key compile once. A failed compile returns a
+// *CompileError carrying the compiler's messages and the numbered source
+// lines they point at.
+package runtime
