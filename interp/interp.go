@@ -226,7 +226,7 @@ func constBits(v *ir.Value) uint64 {
 	case ir.KF32:
 		return uint64(math.Float32bits(float32(v.AuxF)))
 	case ir.KBF16:
-		return uint64(F32ToBF16(float32(v.AuxF)))
+		return uint64(ir.F32ToBF16(float32(v.AuxF)))
 	case ir.KFP8:
 		return uint64(d.Fmt.EncodeSat(float32(v.AuxF)))
 	}
@@ -374,9 +374,9 @@ func fold(k ir.ReduceKind, d ir.DType, a, x uint64) uint64 {
 		fa, fx := f32(a), f32(x)
 		switch k {
 		case ir.RMax:
-			return bitsF32(MaxF32(fa, fx))
+			return bitsF32(ir.MaxF32(fa, fx))
 		case ir.RMin:
-			return bitsF32(MinF32(fa, fx))
+			return bitsF32(ir.MinF32(fa, fx))
 		}
 		return bitsF32(fa + fx)
 	}
@@ -402,86 +402,19 @@ func fold(k ir.ReduceKind, d ir.DType, a, x uint64) uint64 {
 func f32(x uint64) float32     { return math.Float32frombits(uint32(x)) }
 func bitsF32(f float32) uint64 { return uint64(math.Float32bits(f)) }
 
-// MaxF32 is the max the IR defines and every back end implements: a NaN
-// operand yields the other operand, and +0 is above -0.
-func MaxF32(a, b float32) float32 {
-	switch {
-	case a != a:
-		return b
-	case b != b:
-		return a
-	case a == b:
-		if math.Signbit(float64(a)) {
-			return b
-		}
-		return a
-	case a > b:
-		return a
-	}
-	return b
-}
-
-// MinF32 mirrors MaxF32.
-func MinF32(a, b float32) float32 {
-	switch {
-	case a != a:
-		return b
-	case b != b:
-		return a
-	case a == b:
-		if math.Signbit(float64(a)) {
-			return a
-		}
-		return b
-	case a < b:
-		return a
-	}
-	return b
-}
-
-// F32ToBF16 rounds to nearest even; NaN stays a quiet NaN.
-func F32ToBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if f != f {
-		return uint16(u>>16) | 0x40
-	}
-	u += 0x7FFF + (u>>16)&1
-	return uint16(u >> 16)
-}
-
-// BF16ToF32 is exact.
-func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
-// Pow2Floor is the largest power of two not above x, for finite x > 0; x
-// itself otherwise.
-func Pow2Floor(x float32) float32 {
-	u := math.Float32bits(x)
-	if x <= 0 || x != x || math.IsInf(float64(x), 0) {
-		return x
-	}
-	if u>>23 == 0 { // subnormal: keep the highest set bit
-		h := uint32(1)
-		for h<<1 <= u {
-			h <<= 1
-		}
-		return math.Float32frombits(h)
-	}
-	return math.Float32frombits(u &^ 0x7FFFFF)
-}
-
 // Cast converts one element's bits between types, as the back ends do.
 func Cast(from, to ir.DType, x uint64) uint64 {
 	switch {
 	case from == to:
 		return x
 	case from.K == ir.KF32 && to.K == ir.KBF16:
-		return uint64(F32ToBF16(f32(x)))
+		return uint64(ir.F32ToBF16(f32(x)))
 	case from.K == ir.KF32 && to.K == ir.KFP8:
 		return uint64(to.Fmt.EncodeSat(f32(x)))
 	case from.K == ir.KF32 && to.K == ir.KI32:
-		return uint64(int64(F32ToI32(f32(x))))
+		return uint64(int64(ir.F32ToI32(f32(x))))
 	case from.K == ir.KBF16 && to.K == ir.KF32:
-		return bitsF32(BF16ToF32(uint16(x)))
+		return bitsF32(ir.BF16ToF32(uint16(x)))
 	case from.K == ir.KFP8 && to.K == ir.KF32:
 		return bitsF32(from.Fmt.Decode(uint8(x)))
 	case from.K == ir.KI32 && to.K == ir.KF32:
@@ -494,15 +427,3 @@ func Cast(from, to ir.DType, x uint64) uint64 {
 	panic(fmt.Sprintf("BUG: cast from %v to %v", from, to))
 }
 
-// F32ToI32 truncates toward zero and saturates; NaN gives 0.
-func F32ToI32(f float32) int32 {
-	switch {
-	case f != f:
-		return 0
-	case f >= 2147483648:
-		return math.MaxInt32
-	case f <= -2147483648:
-		return math.MinInt32
-	}
-	return int32(f)
-}

@@ -70,7 +70,7 @@ func unary(op ir.Op, d ir.DType, x uint64) uint64 {
 		case ir.OpRsqrt:
 			return bitsF32(1 / float32(math.Sqrt(float64(f))))
 		case ir.OpPow2Floor:
-			return bitsF32(Pow2Floor(f))
+			return bitsF32(ir.Pow2Floor(f))
 		}
 	}
 	i := sext(d, x)
@@ -121,9 +121,9 @@ func binary(op ir.Op, d ir.DType, x, y uint64) (uint64, error) {
 		case ir.OpDiv:
 			return bitsF32(a / c), nil
 		case ir.OpMax:
-			return bitsF32(MaxF32(a, c)), nil
+			return bitsF32(ir.MaxF32(a, c)), nil
 		case ir.OpMin:
-			return bitsF32(MinF32(a, c)), nil
+			return bitsF32(ir.MinF32(a, c)), nil
 		case ir.OpLt:
 			return b2u(a < c), nil
 		case ir.OpLe:

@@ -324,3 +324,17 @@ func (l *Layout) OwnsExcept(shape []int, tid, r, d int) bool {
 	}
 	return true
 }
+
+// Geometry exposes a layout applied to a shape, per base dim: the extent,
+// the elements per lane after clamping, the block's coverage, the registers
+// a lane holds, and the stride of that dim in register numbering.
+func (l *Layout) Geometry(shape []int) (extent, spt, cover, regs, stride []int) {
+	g := l.geom(shape)
+	stride = make([]int, l.Base())
+	s := 1
+	for _, d := range l.Order {
+		stride[d] = s
+		s *= g.regs[d]
+	}
+	return g.shape, g.spt, g.cover, g.regs, stride
+}

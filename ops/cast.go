@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/fp8gen/fp8gen/fp8"
-	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
@@ -141,7 +140,7 @@ var Tensorwise = register(&Op{
 		out := Tensors(tensorwiseOutputs(sh, o, f))
 		amax := float32(0)
 		for _, v := range x {
-			amax = interp.MaxF32(amax, abs32(v))
+			amax = ir.MaxF32(amax, abs32(v))
 		}
 		scale := scaleFrom(amax, f, o)
 		for i, v := range x {
@@ -327,15 +326,15 @@ func colwiseKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8
 func refScale(g []float32, f *fp8.Format, o Options) float32 {
 	amax := float32(0)
 	for _, v := range g {
-		amax = interp.MaxF32(amax, abs32(v))
+		amax = ir.MaxF32(amax, abs32(v))
 	}
 	return scaleFrom(amax, f, o)
 }
 
 func scaleFrom(amax float32, f *fp8.Format, o Options) float32 {
-	s := f.Max / interp.MaxF32(amax, float32(Eps))
+	s := f.Max / ir.MaxF32(amax, float32(Eps))
 	if o.Pow2 {
-		s = interp.Pow2Floor(s)
+		s = ir.Pow2Floor(s)
 	}
 	return s
 }
@@ -348,7 +347,7 @@ func floats(t *Tensor) []float32 {
 	out := make([]float32, n)
 	for i := range out {
 		if t.DType.K == ir.KBF16 {
-			out[i] = interp.BF16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
+			out[i] = ir.BF16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
 		} else {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
 		}

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/fp8gen/fp8gen/fp8"
-	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
 )
 
@@ -29,7 +28,7 @@ func Inputs(op *Op, sh Shape, o Options, f *fp8.Format, seed uint64, adversarial
 		}
 		for i, v := range vals {
 			if t.DType.K == ir.KBF16 {
-				binary.LittleEndian.PutUint16(t.Data[2*i:], interp.F32ToBF16(v))
+				binary.LittleEndian.PutUint16(t.Data[2*i:], ir.F32ToBF16(v))
 			} else {
 				binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(v))
 			}

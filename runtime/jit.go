@@ -74,7 +74,7 @@ func compileFlags(t *target.Target) []string {
 	if t.Vendor == target.NVIDIA {
 		return []string{"--cubin", "-arch=" + t.Name, "-O3", "--fmad=false", "-Xptxas", "-v"}
 	}
-	return []string{"--genco", "--offload-arch=" + t.Name, "-O3", "-ffp-contract=off"}
+	return []string{"--genco", "--offload-arch=" + t.Name, "-O3", "-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero"}
 }
 
 func isExecutable(p string) bool {

@@ -1,0 +1,156 @@
+package emit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// prelude is the code every kernel needs beside its body: the header (HIP
+// on AMD; on NVIDIA nothing, as nvcc's own definitions serve and Debian's
+// HIP headers do not build against CUDA 13), and the conversions and max/min
+// whose results must match package interp bit for bit.
+func prelude(t *target.Target, formats []*fp8.Format) string {
+	var sb strings.Builder
+	if t.Vendor == target.AMD {
+		sb.WriteString("#include <hip/hip_runtime.h>\n")
+	}
+	sb.WriteString(`#include <stdint.h>
+
+#define FP8G_FN static __device__ __forceinline__
+
+// IEEE maxNum/minNum: a NaN operand yields the other; +0 is above -0.
+FP8G_FN float fp8g_maxf(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  if (a == b) return (__float_as_uint(a) >> 31) ? b : a;
+  return a > b ? a : b;
+}
+FP8G_FN float fp8g_minf(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  if (a == b) return (__float_as_uint(a) >> 31) ? a : b;
+  return a < b ? a : b;
+}
+FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
+FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }
+FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+// Round to nearest even; NaN stays a quiet NaN.
+FP8G_FN uint16_t fp8g_f32_to_bf16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if (f != f) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+// The largest power of two not above x, for finite x > 0; x otherwise.
+FP8G_FN float fp8g_pow2_floor(float x) {
+  uint32_t u = __float_as_uint(x);
+  if (!(x > 0.0f) || u >= 0x7f800000u) return x;
+  if ((u >> 23) == 0) return __uint_as_float(1u << (31 - __clz(u)));
+  return __uint_as_float(u & 0xff800000u);
+}
+// Truncate toward zero, saturate, NaN to 0.
+FP8G_FN int fp8g_f32_to_i32(float f) {
+  if (f != f) return 0;
+  if (f >= 2147483648.0f) return 2147483647;
+  if (f <= -2147483648.0f) return (int)0x80000000;
+  return (int)f;
+}
+`)
+	for _, f := range formats {
+		sb.WriteString(encoder(f))
+		sb.WriteString(decoder(f))
+	}
+	return sb.String()
+}
+
+// maxCode is the code of +Max.
+func maxCode(f *fp8.Format) int {
+	all := 1<<(f.ExpBits+f.ManBits) - 1
+	switch {
+	case f.FNUZ:
+		return all
+	case f.HasInf: // e5m2: the top exponent is Inf/NaN
+		return all - (1 << f.ManBits)
+	}
+	return all - 1 // e4m3fn: only S.1111.111 is NaN
+}
+
+func nanCode(f *fp8.Format) int {
+	if f.FNUZ {
+		return 0x80
+	}
+	return 0x7f
+}
+
+// encoder writes the saturating cast to f: round to nearest even, ±max for
+// values at or above max (Inf included), the format's NaN for NaN, and no
+// negative zero in fnuz formats.
+func encoder(f *fp8.Format) string {
+	shift := 23 - f.ManBits
+	return fmt.Sprintf(`// f32 → %[1]s: round to nearest even, saturate to ±%[2]g, NaN → 0x%02[3]x.
+FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
+  uint32_t u = __float_as_uint(x);
+  uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x%02[3]x;
+  uint32_t code;
+  if (__uint_as_float(a) >= %[2]gf) {
+    code = 0x%02[4]x;
+  } else if (a < 0x%08[5]xu) {
+    // Below the smallest normal: a multiple of the subnormal step, exact in f32.
+    code = (uint32_t)rintf(__uint_as_float(a) * %[6]gf);
+  } else {
+    uint32_t r = (a + 0x%[7]xu + ((a >> %[8]d) & 1u)) >> %[8]d;
+    code = r - 0x%[9]xu;
+    if (code > 0x%02[4]xu) code = 0x%02[4]x;
+  }
+  if (code == 0) return %[10]s;
+  return (uint8_t)(sign | code);
+}
+`, f.Name, f.Max, nanCode(f), maxCode(f),
+		uint32(127+1-f.Bias)<<23,                         // smallest normal of f, as f32 bits
+		pow2(f.Bias-1+f.ManBits),                         // 1 / subnormal step
+		(1<<(shift-1))-1, shift, (127-f.Bias)<<f.ManBits, // rounding bias, shift, re-bias
+		map[bool]string{true: "0", false: "(uint8_t)sign"}[f.FNUZ])
+}
+
+func decoder(f *fp8.Format) string {
+	nan := "false"
+	switch {
+	case f.FNUZ:
+		nan = "b == 0x80"
+	case f.HasInf:
+		nan = fmt.Sprintf("e == %d && m != 0", 1<<f.ExpBits-1)
+	default:
+		nan = fmt.Sprintf("(b & 0x7f) == 0x7f")
+	}
+	inf := "false"
+	if f.HasInf {
+		inf = fmt.Sprintf("e == %d && m == 0", 1<<f.ExpBits-1)
+	}
+	return fmt.Sprintf(`// %[1]s → f32, exact.
+FP8G_FN float fp8g_from_%[1]s(uint8_t b) {
+  uint32_t e = (b >> %[2]d) & 0x%[3]x, m = b & 0x%[4]x;
+  if (%[5]s) return __uint_as_float(0x7fc00000u);
+  float v = (%[6]s) ? __uint_as_float(0x7f800000u)
+          : e == 0 ? (float)m * %[7]gf
+          : (float)(m | 0x%[8]x) * %[9]s;
+  return (b & 0x80) ? -v : v;
+}
+`, f.Name, f.ManBits, 1<<f.ExpBits-1, 1<<f.ManBits-1, nan, inf,
+		1/pow2(f.Bias-1+f.ManBits), 1<<f.ManBits,
+		fmt.Sprintf("__uint_as_float((e + %d) << 23)", 127-f.Bias-f.ManBits))
+}
+
+func pow2(n int) float64 {
+	x := 1.0
+	for ; n > 0; n-- {
+		x *= 2
+	}
+	for ; n < 0; n++ {
+		x /= 2
+	}
+	return x
+}

@@ -1,0 +1,87 @@
+package ir
+
+import "math"
+
+// The scalar semantics of the IR's ops where C and Go differ or leave
+// choices open. The interpreter calls these; the emitter writes C that
+// computes the same bits; the ops' references use them too.
+
+// MaxF32 is the max the IR defines and every back end implements: a NaN
+// operand yields the other operand, and +0 is above -0.
+func MaxF32(a, b float32) float32 {
+	switch {
+	case a != a:
+		return b
+	case b != b:
+		return a
+	case a == b:
+		if math.Signbit(float64(a)) {
+			return b
+		}
+		return a
+	case a > b:
+		return a
+	}
+	return b
+}
+
+// MinF32 mirrors MaxF32.
+func MinF32(a, b float32) float32 {
+	switch {
+	case a != a:
+		return b
+	case b != b:
+		return a
+	case a == b:
+		if math.Signbit(float64(a)) {
+			return a
+		}
+		return b
+	case a < b:
+		return a
+	}
+	return b
+}
+
+// F32ToBF16 rounds to nearest even; NaN stays a quiet NaN.
+func F32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if f != f {
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7FFF + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// BF16ToF32 is exact.
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// Pow2Floor is the largest power of two not above x, for finite x > 0; x
+// itself otherwise.
+func Pow2Floor(x float32) float32 {
+	u := math.Float32bits(x)
+	if x <= 0 || x != x || math.IsInf(float64(x), 0) {
+		return x
+	}
+	if u>>23 == 0 { // subnormal: keep the highest set bit
+		h := uint32(1)
+		for h<<1 <= u {
+			h <<= 1
+		}
+		return math.Float32frombits(h)
+	}
+	return math.Float32frombits(u &^ 0x7FFFFF)
+}
+
+// F32ToI32 truncates toward zero and saturates; NaN gives 0.
+func F32ToI32(f float32) int32 {
+	switch {
+	case f != f:
+		return 0
+	case f >= 2147483648:
+		return math.MaxInt32
+	case f <= -2147483648:
+		return math.MinInt32
+	}
+	return int32(f)
+}
