@@ -60,9 +60,12 @@ type Row struct {
 	// PctCopy is GBPerS as a percentage of the copy row's GBPerS for the
 	// same op and shape, measured in the same run.
 	PctCopy float64 `json:"pct_copy"`
-	// PctCeiling is GBPerS as a percentage of the GPU's nominal memory
-	// bandwidth, where the caller knows it.
+	// PctCeiling is PctCopy as a percentage of the op's own ceiling at this
+	// shape: 100% of copy where x is read once, 60% where it must be read
+	// twice (fp8gen rows only).
 	PctCeiling float64 `json:"pct_ceiling,omitempty"`
+	// Schedule names the kernels and schedules that were timed (fp8gen rows).
+	Schedule string `json:"schedule,omitempty"`
 
 	GPU         string `json:"gpu"`                    // torch.cuda.get_device_name() or equivalent
 	Date        string `json:"date"`                   // UTC date, "2006-01-02"

@@ -29,11 +29,80 @@ type Kernel struct {
 	Dynamic  bool // LDS is dynamic (NVIDIA above 48 KiB): pass LDSBytes at launch
 }
 
-// Emit writes f, lowered, as source for its target. comment is the line
-// naming the op and schedule.
+// Emit writes f, lowered, as a translation unit for its target. comment is
+// the line naming the op and schedule.
 func Emit(f *ir.Func, comment string) (*Kernel, error) {
-	e := &emitter{f: f, t: f.Target, tc: map[string]int{}}
-	return e.kernel(comment)
+	u, err := Unit([]*ir.Func{f}, []string{comment})
+	if err != nil {
+		return nil, err
+	}
+	k := u.Kernels[0]
+	k.Source = u.Source
+	return &k, nil
+}
+
+// Units holds several kernels of one target in one translation unit, with
+// the prelude written once.
+type Units struct {
+	Source  string
+	Kernels []Kernel // Source left empty
+}
+
+// Unit writes the kernels fs (all for one target) into one source.
+func Unit(fs []*ir.Func, comments []string) (*Units, error) {
+	var (
+		bodies  []string
+		u       = &Units{}
+		helpers = map[string]string{}
+		formats = map[string]*fp8.Format{}
+	)
+	for i, f := range fs {
+		if f.Target != fs[0].Target {
+			return nil, fmt.Errorf("emit: kernels for %s and %s in one unit", fs[0].Target.Name, f.Target.Name)
+		}
+		e := &emitter{f: f, t: f.Target, tc: map[string]int{}, helpers: helpers}
+		k, body, err := e.kernel(comments[i])
+		if err != nil {
+			return nil, err
+		}
+		for _, fm := range e.formats() {
+			formats[fm.Name] = fm
+		}
+		bodies = append(bodies, body)
+		u.Kernels = append(u.Kernels, *k)
+	}
+	var sb strings.Builder
+	sb.WriteString(prelude(fs[0].Target, sortedFormats(formats)))
+	for _, n := range sortedKeys(helpers) {
+		sb.WriteString(helpers[n])
+	}
+	for _, b := range bodies {
+		sb.WriteString(b)
+	}
+	u.Source = sb.String()
+	return u, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func sortedFormats(m map[string]*fp8.Format) []*fp8.Format {
+	var names []string
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*fp8.Format
+	for _, n := range names {
+		out = append(out, m[n])
+	}
+	return out
 }
 
 type emitter struct {
@@ -74,10 +143,11 @@ func ctype(d ir.DType) string {
 	panic("BUG: no C type for " + d.String())
 }
 
-func (e *emitter) kernel(comment string) (*Kernel, error) {
+// kernel writes f's comment, signature and body.
+func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	f := e.f
 	if f.Threads == 0 {
-		return nil, fmt.Errorf("emit %s: the kernel is not lowered", f.Name)
+		return nil, "", fmt.Errorf("emit %s: the kernel is not lowered", f.Name)
 	}
 	k := &Kernel{Name: f.Name, Threads: f.Threads, LDSBytes: f.LDSBytes}
 	if f.LDSBytes > 48<<10 && e.t.Vendor == target.NVIDIA {
@@ -112,18 +182,9 @@ func (e *emitter) kernel(comment string) (*Kernel, error) {
 	}
 	e.ind = "  "
 	if err := e.block(f.Entry); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var sb strings.Builder
-	sb.WriteString(prelude(e.t, e.formats()))
-	var names []string
-	for n := range e.helpers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		sb.WriteString(e.helpers[n])
-	}
 	fmt.Fprintf(&sb, "\n// %s\n", comment)
 	fmt.Fprintf(&sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {\n", f.Threads, f.Name, strings.Join(params, ", "))
 	if f.LDSBytes > 0 {
@@ -147,29 +208,17 @@ func (e *emitter) kernel(comment string) (*Kernel, error) {
 	}
 	sb.WriteString(e.body.String())
 	sb.WriteString("}\n")
-	k.Source = sb.String()
-	return k, nil
+	return k, sb.String(), nil
 }
 
 func (e *emitter) formats() []*fp8.Format {
 	seen := map[string]*fp8.Format{}
 	e.f.Walk(func(v *ir.Value) {
-		for _, d := range []ir.DType{v.Type.DType} {
-			if d.Fmt != nil {
-				seen[d.Fmt.Name] = d.Fmt
-			}
+		if v.Type.DType.Fmt != nil {
+			seen[v.Type.DType.Fmt.Name] = v.Type.DType.Fmt
 		}
 	})
-	var names []string
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []*fp8.Format
-	for _, n := range names {
-		out = append(out, seen[n])
-	}
-	return out
+	return sortedFormats(seen)
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }
@@ -217,11 +266,8 @@ func (e *emitter) decl(v *ir.Value) {
 
 // ref is operand a at register r ("r" for the loop variable).
 func ref(a *ir.Value, r string) string {
-	if a.Type.Rank() == 0 && a.Type.Layout == nil {
-		return a.String()
-	}
 	if a.Type.Rank() == 0 {
-		return a.String() + "[0]"
+		return a.String()
 	}
 	return a.String() + "[" + r + "]"
 }

@@ -96,11 +96,11 @@ FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
   uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return 0x%02[3]x;
   uint32_t code;
-  if (__uint_as_float(a) >= %[2]gf) {
+  if (__uint_as_float(a) >= %[11]s) {
     code = 0x%02[4]x;
   } else if (a < 0x%08[5]xu) {
     // Below the smallest normal: a multiple of the subnormal step, exact in f32.
-    code = (uint32_t)rintf(__uint_as_float(a) * %[6]gf);
+    code = (uint32_t)rintf(__uint_as_float(a) * %[6]s);
   } else {
     uint32_t r = (a + 0x%[7]xu + ((a >> %[8]d) & 1u)) >> %[8]d;
     code = r - 0x%[9]xu;
@@ -111,9 +111,9 @@ FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
 }
 `, f.Name, f.Max, nanCode(f), maxCode(f),
 		uint32(127+1-f.Bias)<<23,                         // smallest normal of f, as f32 bits
-		pow2(f.Bias-1+f.ManBits),                         // 1 / subnormal step
+		floatLit(float32(pow2(f.Bias-1+f.ManBits))),      // 1 / subnormal step
 		(1<<(shift-1))-1, shift, (127-f.Bias)<<f.ManBits, // rounding bias, shift, re-bias
-		map[bool]string{true: "0", false: "(uint8_t)sign"}[f.FNUZ])
+		map[bool]string{true: "0", false: "(uint8_t)sign"}[f.FNUZ], floatLit(f.Max))
 }
 
 func decoder(f *fp8.Format) string {
@@ -135,12 +135,12 @@ FP8G_FN float fp8g_from_%[1]s(uint8_t b) {
   uint32_t e = (b >> %[2]d) & 0x%[3]x, m = b & 0x%[4]x;
   if (%[5]s) return __uint_as_float(0x7fc00000u);
   float v = (%[6]s) ? __uint_as_float(0x7f800000u)
-          : e == 0 ? (float)m * %[7]gf
+          : e == 0 ? (float)m * %[7]s
           : (float)(m | 0x%[8]x) * %[9]s;
   return (b & 0x80) ? -v : v;
 }
 `, f.Name, f.ManBits, 1<<f.ExpBits-1, 1<<f.ManBits-1, nan, inf,
-		1/pow2(f.Bias-1+f.ManBits), 1<<f.ManBits,
+		floatLit(float32(1/pow2(f.Bias-1+f.ManBits))), 1<<f.ManBits,
 		fmt.Sprintf("__uint_as_float((e + %d) << 23)", 127-f.Bias-f.ManBits))
 }
 

@@ -398,9 +398,6 @@ func (e *emitter) atomicFn(v *ir.Value) string {
 	d := v.Args[1].Type.DType
 	op := map[ir.Op]string{ir.OpAtomicMax: "max", ir.OpAtomicAdd: "add"}[v.Op]
 	name := fmt.Sprintf("fp8g_atomic_%s_%s_%s_%s", op, d, v.Order, v.Scope)
-	if e.helpers == nil {
-		e.helpers = map[string]string{}
-	}
 	if _, ok := e.helpers[name]; ok {
 		return name
 	}

@@ -59,6 +59,10 @@ var Rowwise = register(&Op{
 		return out
 	},
 	Ceiling: func(*target.Target, Shape, []schedule.Params) float64 { return 1 },
+	Dequantize: func(out map[string]*Tensor, sh Shape, f *fp8.Format) []float32 {
+		inv := floats(out["inv_scale"])
+		return dequant(out["q"], f, func(i int) float32 { return inv[i/sh["K"]] })
+	},
 })
 
 // rowwiseSpace: a whole row in registers (BLOCK_K ≥ K, the single pass);
@@ -152,6 +156,10 @@ var Tensorwise = register(&Op{
 	},
 	Ceiling: func(t *target.Target, sh Shape, _ []schedule.Params) float64 {
 		return twoPassCeiling(t, sh)
+	},
+	Dequantize: func(out map[string]*Tensor, sh Shape, f *fp8.Format) []float32 {
+		inv := floats(out["inv_scale"])[0]
+		return dequant(out["q"], f, func(int) float32 { return inv })
 	},
 })
 
@@ -254,6 +262,17 @@ var Colwise = register(&Op{
 			return 1
 		}
 		return twoPassCeiling(t, sh)
+	},
+	Dequantize: func(out map[string]*Tensor, sh Shape, f *fp8.Format) []float32 {
+		m, k := sh["M"], sh["K"]
+		inv := floats(out["inv_scale"])
+		x := make([]float32, m*k)
+		for j := 0; j < k; j++ {
+			for i := 0; i < m; i++ {
+				x[i*k+j] = f.Decode(out["qt"].Data[j*m+i]) * inv[j]
+			}
+		}
+		return x
 	},
 })
 
@@ -380,3 +399,15 @@ func colwiseOutputs(sh Shape, o Options, f *fp8.Format) []Spec {
 		{Name: "inv_scale", DType: ir.F32, Shape: []int{sh["K"]}},
 	}
 }
+
+// dequant decodes q and multiplies element i by inv(i).
+func dequant(q *Tensor, f *fp8.Format, inv func(i int) float32) []float32 {
+	x := make([]float32, len(q.Data))
+	for i, b := range q.Data {
+		x[i] = f.Decode(b) * inv(i)
+	}
+	return x
+}
+
+// Floats decodes a bf16 or f32 tensor.
+func Floats(t *Tensor) []float32 { return floats(t) }

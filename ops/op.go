@@ -108,6 +108,8 @@ type Op struct {
 	Kernels []*Kernel
 	// Reference computes the outputs from the inputs in plain Go.
 	Reference func(in map[string]*Tensor, sh Shape, o Options, f *fp8.Format) map[string]*Tensor
+	// Dequantize rebuilds x's values (in x's layout) from the outputs.
+	Dequantize func(out map[string]*Tensor, sh Shape, f *fp8.Format) []float32
 	// Ceiling is the fraction of copy bandwidth the op can reach at this
 	// shape: 1 when x is read once, 3/5 when it must be read twice.
 	Ceiling func(t *target.Target, sh Shape, s []schedule.Params) float64

@@ -1,0 +1,379 @@
+// Package backend runs an ops.Plan: on the CPU through the interpreter, or on
+// a GPU through package runtime (emit, JIT compile, launch). Both take host
+// tensors and fill the outputs in place, so callers check either against the
+// op's reference in the same way.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// Backend runs plans.
+type Backend interface {
+	Name() string
+	// Target is the hardware plans must be made for.
+	Target() *target.Target
+	// Run executes every step of p over tensors (inputs and outputs by name).
+	Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error)
+}
+
+// Stats describe one run.
+type Stats struct {
+	Elapsed time.Duration // wall time of the launches (CPU) or device time (GPU)
+	Compile time.Duration // JIT time, GPU only
+	Hits    int           // JIT cache hits
+}
+
+// CPU runs plans in the interpreter as if on t.
+type CPU struct{ T *target.Target }
+
+func (c CPU) Name() string           { return "cpu" }
+func (c CPU) Target() *target.Target { return c.T }
+func (c CPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
+	start := time.Now()
+	for _, s := range p.Steps {
+		args, err := s.Args(p.Shape, tensors)
+		if err != nil {
+			return Stats{}, err
+		}
+		if err := interp.Launch(s.Func, s.Grid, args); err != nil {
+			return Stats{}, err
+		}
+	}
+	return Stats{Elapsed: time.Since(start)}, nil
+}
+
+// AllTensors returns the inputs with freshly allocated outputs (zeroed) added.
+func AllTensors(p *ops.Plan, in map[string]*ops.Tensor) (all, out map[string]*ops.Tensor) {
+	out = ops.Tensors(p.Op.Outputs(p.Shape, p.Options, p.Format))
+	all = map[string]*ops.Tensor{}
+	for k, v := range in {
+		all[k] = v
+	}
+	for k, v := range out {
+		all[k] = v
+	}
+	return all, out
+}
+
+// GPU runs plans on a device.
+type GPU struct {
+	Dev      *runtime.Device
+	T        *target.Target
+	Compiler runtime.Compiler
+	kernels  map[string]*runtime.Kernel
+}
+
+// OpenGPU opens device 0 and maps it to its target; the error wraps
+// runtime.ErrNoDevice where there is no GPU.
+func OpenGPU() (*GPU, error) {
+	d, err := runtime.Open(0)
+	if err != nil {
+		return nil, err
+	}
+	t, err := d.Target()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &GPU{Dev: d, T: t, kernels: map[string]*runtime.Kernel{}}, nil
+}
+
+// IsNoDevice reports whether err means there is no GPU to use.
+func IsNoDevice(err error) bool { return errors.Is(err, runtime.ErrNoDevice) }
+
+func (g *GPU) Name() string           { return "gpu" }
+func (g *GPU) Target() *target.Target { return g.T }
+func (g *GPU) Close() error           { return g.Dev.Close() }
+
+// Comment is the one line every emitted kernel carries: op, target, schedule.
+func Comment(p *ops.Plan, s *ops.Step) string {
+	return fmt.Sprintf("fp8gen %s (op %s) for %s, %s, schedule %v", s.Func.Name, p.Op.Name, p.Target.Name, p.Format.Name, s.Params)
+}
+
+// Kernel emits, compiles (through the JIT cache) and loads a step's kernel.
+func (g *GPU) Kernel(ctx context.Context, p *ops.Plan, s *ops.Step, st *Stats) (*runtime.Kernel, *emit.Kernel, error) {
+	ek, err := emit.Emit(s.Func, Comment(p, s))
+	if err != nil {
+		return nil, nil, err
+	}
+	if k, ok := g.kernels[ek.Source]; ok {
+		return k, ek, nil
+	}
+	img, info, err := g.Compiler.Compile(ctx, ek.Source, g.T, ek.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st != nil {
+		st.Compile += info.Duration
+		if info.Hit {
+			st.Hits++
+		}
+	}
+	m, err := g.Dev.LoadModule(img)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := m.Kernel(ek.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ek.Dynamic {
+		if err := k.SetMaxDynamicShared(ek.LDSBytes); err != nil {
+			return nil, nil, err
+		}
+	}
+	g.kernels[ek.Source] = k
+	return k, ek, nil
+}
+
+// Prepared is a plan ready to launch repeatedly on device buffers.
+type Prepared struct {
+	g       *GPU
+	p       *ops.Plan
+	bufs    map[string]*runtime.Buffer
+	launch  []func() error
+	zero    []*runtime.Buffer
+	Stats   Stats
+	outputs []ops.Spec
+}
+
+// Prepare compiles every step and uploads the tensors.
+func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.Tensor) (*Prepared, error) {
+	pr := &Prepared{g: g, p: p, bufs: map[string]*runtime.Buffer{}, outputs: p.Op.Outputs(p.Shape, p.Options, p.Format)}
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := tensors[n]
+		b, err := g.Dev.Alloc(len(t.Data))
+		if err != nil {
+			pr.Free()
+			return nil, fmt.Errorf("tensor %s: %w", n, err)
+		}
+		pr.bufs[n] = b
+		if err := g.Dev.Upload(b, t.Data); err != nil {
+			pr.Free()
+			return nil, err
+		}
+	}
+	for _, o := range pr.outputs {
+		if o.Zero {
+			pr.zero = append(pr.zero, pr.bufs[o.Name])
+		}
+	}
+	for _, s := range p.Steps {
+		k, ek, err := g.Kernel(ctx, p, s, &pr.Stats)
+		if err != nil {
+			pr.Free()
+			return nil, err
+		}
+		var args []any
+		for _, prm := range s.Func.Params {
+			if prm.Op == ir.OpParam {
+				args = append(args, pr.bufs[prm.Name])
+			} else {
+				args = append(args, int32(p.Shape[prm.Name]))
+			}
+		}
+		shared := 0
+		if ek.Dynamic {
+			shared = ek.LDSBytes
+		}
+		grid, block := s.Grid, [3]int{ek.Threads, 1, 1}
+		pr.launch = append(pr.launch, func() error { return g.Dev.Launch(k, grid, block, shared, args...) })
+	}
+	return pr, nil
+}
+
+// Poison fills the outputs that kernels must write with 0xA5, so a result
+// nothing wrote cannot pass for a right one.
+func (pr *Prepared) Poison() error {
+	for _, o := range pr.outputs {
+		if !o.Zero {
+			if err := pr.g.Dev.Memset(pr.bufs[o.Name], 0xA5); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Launch runs the plan once (scratch zeroed first); it does not wait.
+func (pr *Prepared) Launch() error {
+	for _, b := range pr.zero {
+		if err := pr.g.Dev.Memset(b, 0); err != nil {
+			return err
+		}
+	}
+	for _, l := range pr.launch {
+		if err := l(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Download copies the outputs back into tensors.
+func (pr *Prepared) Download(tensors map[string]*ops.Tensor) error {
+	if err := pr.g.Dev.Synchronize(); err != nil {
+		return err
+	}
+	for _, o := range pr.outputs {
+		if err := pr.g.Dev.Download(tensors[o.Name].Data, pr.bufs[o.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Time runs the plan warm times, then iters times, each timed with events,
+// and returns the median.
+func (pr *Prepared) Time(warm, iters int) (time.Duration, error) {
+	return timeIt(pr.g.Dev, warm, iters, pr.Launch)
+}
+
+func timeIt(d *runtime.Device, warm, iters int, fn func() error) (time.Duration, error) {
+	for i := 0; i < warm; i++ {
+		if err := fn(); err != nil {
+			return 0, err
+		}
+	}
+	evs := make([]*runtime.Event, iters+1)
+	for i := range evs {
+		e, err := d.NewEvent()
+		if err != nil {
+			return 0, err
+		}
+		defer e.Destroy()
+		evs[i] = e
+	}
+	if err := evs[0].Record(); err != nil {
+		return 0, err
+	}
+	for i := 1; i <= iters; i++ {
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		if err := evs[i].Record(); err != nil {
+			return 0, err
+		}
+	}
+	if err := evs[iters].Synchronize(); err != nil {
+		return 0, err
+	}
+	ts := make([]time.Duration, iters)
+	for i := range ts {
+		t, err := runtime.Elapsed(evs[i], evs[i+1])
+		if err != nil {
+			return 0, err
+		}
+		ts[i] = t
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts[iters/2], nil
+}
+
+// CopyTime is the median time of a device-to-device copy of n bytes (it
+// moves 2n: n read, n written).
+func (g *GPU) CopyTime(n, warm, iters int) (time.Duration, error) {
+	src, err := g.Dev.Alloc(n)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Free()
+	dst, err := g.Dev.Alloc(n)
+	if err != nil {
+		return 0, err
+	}
+	defer dst.Free()
+	return timeIt(g.Dev, warm, iters, func() error { return g.Dev.CopyDtoD(dst, src, n) })
+}
+
+// Free releases the device buffers.
+func (pr *Prepared) Free() {
+	for _, b := range pr.bufs {
+		b.Free()
+	}
+}
+
+// Run executes p once on the GPU and downloads the outputs.
+func (g *GPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
+	pr, err := g.Prepare(context.Background(), p, tensors)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer pr.Free()
+	if err := pr.Poison(); err != nil {
+		return pr.Stats, err
+	}
+	start, err := g.Dev.NewEvent()
+	if err != nil {
+		return pr.Stats, err
+	}
+	defer start.Destroy()
+	end, err := g.Dev.NewEvent()
+	if err != nil {
+		return pr.Stats, err
+	}
+	defer end.Destroy()
+	if err := start.Record(); err != nil {
+		return pr.Stats, err
+	}
+	if err := pr.Launch(); err != nil {
+		return pr.Stats, err
+	}
+	if err := end.Record(); err != nil {
+		return pr.Stats, err
+	}
+	if err := pr.Download(tensors); err != nil {
+		return pr.Stats, err
+	}
+	pr.Stats.Elapsed, err = runtime.Elapsed(start, end)
+	return pr.Stats, err
+}
+
+// Compare checks outputs against the reference bit for bit and describes
+// the first difference of each tensor.
+func Compare(want, got map[string]*ops.Tensor) error {
+	var errs []error
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w, g := want[n], got[n]
+		if g == nil {
+			errs = append(errs, fmt.Errorf("%s: missing", n))
+			continue
+		}
+		bad, first := 0, -1
+		for i := range w.Data {
+			if w.Data[i] != g.Data[i] {
+				bad++
+				if first < 0 {
+					first = i
+				}
+			}
+		}
+		if bad > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d of %d bytes differ from the reference; first at byte %d (element %d): want %#02x, got %#02x",
+				n, bad, len(w.Data), first, first/w.DType.Bytes(), w.Data[first], g.Data[first]))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fp8gen/fp8gen/backend"
+	"github.com/fp8gen/fp8gen/bench"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/schedule"
+)
+
+// defaultShapes are the realistic shapes the benchmark times (M x K).
+var defaultShapes = map[string]string{
+	"rowwise_cast":    "8192x8192,16384x8192,32768x4096,4096x14336",
+	"tensorwise_cast": "8192x8192,16384x8192,32768x4096,4096x14336",
+	"colwise_cast":    "8192x8192,16384x4096,4096x14336",
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--out DIR] [--peers auto|off]", stderr)
+	opList := fs.String("ops", "rowwise_cast,tensorwise_cast,colwise_cast", "ops to time")
+	shapes := fs.String("shapes", "", "shapes MxK,… for every op (default: each op's realistic set)")
+	outDir := fs.String("out", "bench/results", "folder for the JSON rows, the table and the plot")
+	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
+	python := fs.String("python", "python3", "python with torch for the peers")
+	warm := fs.Int("warm", 20, "untimed launches first")
+	iters := fs.Int("iters", 200, "timed launches (median reported)")
+	check := fs.Bool("check", true, "check fp8gen's outputs bit for bit against the reference once per case")
+	sched := fs.String("schedule", "", "override schedule knobs for every op")
+	if _, err := parse(fs, args, false); err != nil {
+		return err
+	}
+	g, err := backend.OpenGPU()
+	if err != nil {
+		return fmt.Errorf("bench needs a GPU: %w", err)
+	}
+	defer g.Close()
+	gpu := g.Dev.Props().Name
+	date := time.Now().UTC().Format("2006-01-02")
+
+	var jobs []job
+	var peerJobs []opShapes
+	for _, name := range strings.Split(*opList, ",") {
+		op, err := ops.Lookup(strings.TrimSpace(name))
+		if err != nil {
+			return usageError{err}
+		}
+		list := *shapes
+		if list == "" {
+			list = defaultShapes[op.Name]
+		}
+		peerJobs = append(peerJobs, opShapes{op.Name, list})
+		for _, s := range strings.Split(list, ",") {
+			m, k, ok := strings.Cut(strings.TrimSpace(s), "x")
+			mi, err1 := strconv.Atoi(m)
+			ki, err2 := strconv.Atoi(k)
+			if !ok || err1 != nil || err2 != nil {
+				return usagef("--shapes: %q is not MxK", s)
+			}
+			jobs = append(jobs, job{op, ops.Shape{"M": mi, "K": ki}, s})
+		}
+	}
+
+	var rows []bench.Row
+	prog := bench.NewProgress(stderr, len(jobs), "bench")
+	for _, j := range jobs {
+		prog.Step(j.op.Name + " " + j.text)
+		of := opFlags{shape: fmt.Sprintf("M=%d,K=%d", j.shape["M"], j.shape["K"]), sched: *sched, in: "bf16", family: "e4m3"}
+		p, err := of.plan(j.op.Name, g.T)
+		if err != nil {
+			return err
+		}
+		in := ops.Inputs(j.op, p.Shape, p.Options, p.Format, 1, false)
+		all, out := backend.AllTensors(p, in)
+		pr, err := g.Prepare(context.Background(), p, all)
+		if err != nil {
+			return err
+		}
+		if *check {
+			if err := pr.Poison(); err != nil {
+				return err
+			}
+			if err := pr.Launch(); err != nil {
+				return err
+			}
+			if err := pr.Download(all); err != nil {
+				return err
+			}
+			if err := backend.Compare(j.op.Reference(in, p.Shape, p.Options, p.Format), out); err != nil {
+				return fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
+			}
+		}
+		t, err := pr.Time(*warm, *iters)
+		pr.Free()
+		if err != nil {
+			return err
+		}
+		bytes := idealBytes(p)
+		ct, err := g.CopyTime(bytes/2, *warm, *iters)
+		if err != nil {
+			return err
+		}
+		var sp []string
+		for _, s := range p.Steps {
+			sp = append(sp, s.Func.Name+"("+s.Params.String()+")")
+		}
+		gbs := float64(bytes) / t.Seconds() / 1e9
+		copyGBs := float64(bytes) / ct.Seconds() / 1e9
+		ceil := j.op.Ceiling(g.T, p.Shape, paramsOf(p))
+		rows = append(rows,
+			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplFP8Gen, TimeUS: us(t), Bytes: int64(bytes), GBPerS: gbs,
+				PctCopy: 100 * gbs / copyGBs, PctCeiling: 100 * gbs / copyGBs / ceil, GPU: gpu, Date: date, Schedule: strings.Join(sp, " ")},
+			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplCopy, TimeUS: us(ct), Bytes: int64(bytes), GBPerS: copyGBs,
+				PctCopy: 100, GPU: gpu, Date: date})
+	}
+	prog.Done()
+
+	if *peers != "off" {
+		pr, err := runPeers(*python, peerJobs, stderr)
+		switch {
+		case err == nil:
+			rows = append(rows, pr...)
+		case *peers == "on":
+			return err
+		default:
+			fmt.Fprintf(stderr, "fp8gen bench: PyTorch peers not timed: %v\n", err)
+		}
+	}
+
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(*outDir, fmt.Sprintf("%s-%s", date, slug(gpu)))
+	if err := bench.WriteJSON(base+".json", rows); err != nil {
+		return err
+	}
+	table := bench.Table(rows)
+	if err := writeAtomic(base+".md", []byte(fmt.Sprintf("# fp8gen bench, %s, %s\n\n%s", gpu, date, table))); err != nil {
+		return err
+	}
+	if err := bench.Plot(rows, base+".png"); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\nwrote %s.{json,md,png}\n", table, base)
+	return nil
+}
+
+type job struct {
+	op    *ops.Op
+	shape ops.Shape
+	text  string
+}
+
+type opShapes struct{ op, shapes string }
+
+func paramsOf(p *ops.Plan) []schedule.Params {
+	var out []schedule.Params
+	for _, s := range p.Steps {
+		out = append(out, s.Params)
+	}
+	return out
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// idealBytes: each input read once, each output written once (scratch not counted).
+func idealBytes(p *ops.Plan) int {
+	n := 0
+	for _, s := range p.Op.Inputs(p.Shape, p.Options) {
+		n += s.Bytes()
+	}
+	for _, s := range p.Op.Outputs(p.Shape, p.Options, p.Format) {
+		if !s.Zero {
+			n += s.Bytes()
+		}
+	}
+	return n
+}
+
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// runPeers times the PyTorch eager and torch.compile versions with
+// bench/peers.py, one call per op (ops have their own shapes).
+func runPeers(python string, jobs []opShapes, stderr io.Writer) ([]bench.Row, error) {
+	script, err := findPeers()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "fp8gen-peers")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var rows []bench.Row
+	for i, j := range jobs {
+		out := filepath.Join(tmp, fmt.Sprintf("%d.json", i))
+		cmd := exec.Command(python, script, "--ops", j.op, "--shapes", j.shapes, "--fp8", "e4m3fn", "--out", out)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", python, script, err)
+		}
+		r, err := bench.ReadJSON(out)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range r {
+			if x.Impl != bench.ImplCopy { // fp8gen's own copy row is the ceiling
+				rows = append(rows, x)
+			}
+		}
+	}
+	return rows, nil
+}
+
+func findPeers() (string, error) {
+	for _, p := range []string{"bench/peers.py", filepath.Join(filepath.Dir(os.Args[0]), "peers.py")} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("bench/peers.py not found (run from the repository root)")
+}
