@@ -290,10 +290,34 @@ func paramIndex(f *ir.Func, buf int) int {
 	panic("BUG: buffer without parameter")
 }
 
+// checkAligned holds a vector access to what the GPU requires: the first
+// element of each group of Vec registers aligned to the whole vector, where
+// the group is accessed whole (every mask set).
+func (b *block) checkAligned(v *ir.Value, ps, ms []uint64, R int) error {
+	vec := v.Vec
+	if vec <= 1 {
+		return nil
+	}
+	size := int64(v.Args[0].Type.DType.Elem().Bytes()) * int64(vec)
+	for g := 0; g < len(ps); g += vec {
+		whole := true
+		for j := 0; j < vec; j++ {
+			whole = whole && ms[g+j] != 0
+		}
+		if _, off := ptr(ps[g]); whole && off%size != 0 {
+			return fmt.Errorf("%s: %d-byte vector access at byte offset %d is misaligned", where(v), size, off)
+		}
+	}
+	return nil
+}
+
 func (b *block) load(v *ir.Value) error {
 	out := b.slots[v]
 	ps, ms, os := b.slots[v.Args[0]], b.slots[v.Args[1]], b.slots[v.Args[2]]
 	size := v.Type.DType.Bytes()
+	if err := b.checkAligned(v, ps, ms, b.regs[v]); err != nil {
+		return err
+	}
 	for i := range out {
 		if ms[i] == 0 {
 			out[i] = os[i]
@@ -329,6 +353,11 @@ func (b *block) store(v *ir.Value) error {
 	t0 := v.Args[0].Type
 	R := b.regs[v.Args[0]]
 	size := t0.DType.Elem().Bytes()
+	if v.Op == ir.OpStore {
+		if err := b.checkAligned(v, ps, ms, R); err != nil {
+			return err
+		}
+	}
 	for t := 0; t < b.n; t++ {
 		for r := 0; r < R; r++ {
 			i := t*R + r

@@ -90,11 +90,13 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 			}
 			a.div = min(x.div, y.div)
 		case ir.OpMul:
+			// A product is no longer contiguous, so each element starts a run:
+			// an operand's runs of x0, x0+1, … divide only by 1 element-wise.
 			x, y := get(v.Args[0]), get(v.Args[1])
 			for i := 0; i < r; i++ {
 				a.constant[i] = min(x.constant[i], y.constant[i])
 			}
-			a.div = min(x.div*y.div, maxDiv)
+			a.div = min(x.elemDiv()*y.elemDiv(), maxDiv)
 		case ir.OpConvert:
 			a = get(v.Args[0])
 		}
@@ -107,6 +109,16 @@ func insert(x []int, at int) []int {
 	out := append([]int(nil), x[:at]...)
 	out = append(out, 1)
 	return append(out, x[at:]...)
+}
+
+// elemDiv is a power of two dividing every element (not only run starts).
+func (a axisInfo) elemDiv() int {
+	for _, c := range a.contig {
+		if c > 1 {
+			return 1
+		}
+	}
+	return a.div
 }
 
 // contigAxis is the axis along which a pointer tile's runs are longest.
