@@ -90,6 +90,39 @@ type machine struct {
 	bufs   [][]byte
 	args   []uint64
 	atomic sync.Mutex
+	// elems caches, per tile type, which element each (lane, register)
+	// holds: the same for every block, and costly to recompute.
+	elemMu sync.Mutex
+	elems  map[string]*elemTable
+}
+
+// elemTable is a layout applied to a shape, for every lane and register.
+type elemTable struct {
+	regs   int
+	coords [][]int // [lane*regs + r] → tile coordinate
+	owner  []bool  // first copy of its element
+}
+
+func (m *machine) table(t ir.Type) *elemTable {
+	key := fmt.Sprint(t.Shape, t.Layout)
+	m.elemMu.Lock()
+	defer m.elemMu.Unlock()
+	if e, ok := m.elems[key]; ok {
+		return e
+	}
+	n := m.f.Threads
+	r := t.Layout.Regs(t.Shape)
+	e := &elemTable{regs: r, coords: make([][]int, n*r), owner: make([]bool, n*r)}
+	for tid := 0; tid < n; tid++ {
+		for j := 0; j < r; j++ {
+			e.coords[tid*r+j], e.owner[tid*r+j] = t.Layout.Elem(t.Shape, tid, j)
+		}
+	}
+	if m.elems == nil {
+		m.elems = map[string]*elemTable{}
+	}
+	m.elems[key] = e
+	return e
 }
 
 // block is the state of one program: a register file per value.
@@ -163,11 +196,8 @@ func (b *block) step(v *ir.Value) error {
 	case ir.OpConst:
 		b.fill(v, constBits(v))
 	case ir.OpArange:
-		for t := 0; t < b.n; t++ {
-			for r := 0; r < R; r++ {
-				c, _ := v.Type.Layout.Elem(v.Type.Shape, t, r)
-				out[t*R+r] = uint64(int64(c[0]))
-			}
+		for i, c := range b.m.table(v.Type).coords {
+			out[i] = uint64(int64(c[0]))
 		}
 	case ir.OpSplat:
 		src := b.slots[v.Args[0]]
@@ -353,6 +383,10 @@ func (b *block) store(v *ir.Value) error {
 	t0 := v.Args[0].Type
 	R := b.regs[v.Args[0]]
 	size := t0.DType.Elem().Bytes()
+	var owner []bool
+	if t0.Rank() > 0 {
+		owner = b.m.table(t0).owner
+	}
 	if v.Op == ir.OpStore {
 		if err := b.checkAligned(v, ps, ms, R); err != nil {
 			return err
@@ -368,7 +402,7 @@ func (b *block) store(v *ir.Value) error {
 				if t != 0 {
 					continue
 				}
-			} else if _, own := t0.Layout.Elem(t0.Shape, t, r); !own {
+			} else if !owner[i] {
 				continue
 			}
 			mem, err := b.access(v, ps[i], size)

@@ -223,12 +223,16 @@ func (b *block) reduceLanes(v *ir.Value) {
 	out, in := b.slots[v], b.slots[x]
 	dt := v.Type.DType
 	n := xl.Regs(xs)
+	into := make([]int, n)
+	for r := range into {
+		into[r] = reducedReg(xl, xs, r, d)
+	}
 	for t := 0; t < b.n; t++ {
 		for j := 0; j < R; j++ {
 			first := true
 			var acc uint64
 			for r := 0; r < n; r++ {
-				if reducedReg(xl, xs, r, d) != j {
+				if into[r] != j {
 					continue
 				}
 				e := in[t*XR+r]
@@ -359,9 +363,10 @@ func (b *block) ldsStore(v *ir.Value) error {
 	R := b.regs[x]
 	in := b.slots[x]
 	size := t0.DType.Bytes()
+	tab := b.m.table(t0)
 	for t := 0; t < b.n; t++ {
 		for r := 0; r < R; r++ {
-			c, own := t0.Layout.Elem(t0.Shape, t, r)
+			c, own := tab.coords[t*R+r], tab.owner[t*R+r]
 			if !own {
 				continue
 			}
@@ -378,9 +383,10 @@ func (b *block) ldsLoad(v *ir.Value) error {
 	R := b.regs[v]
 	out := b.slots[v]
 	size := t0.DType.Bytes()
+	tab := b.m.table(t0)
 	for t := 0; t < b.n; t++ {
 		for r := 0; r < R; r++ {
-			c, _ := t0.Layout.Elem(t0.Shape, t, r)
+			c := tab.coords[t*R+r]
 			x, err := b.ldsRead(v, t, ldsOffset(v, c, size), size)
 			if err != nil {
 				return err

@@ -206,7 +206,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		case *device == "gpu" || !backend.IsNoDevice(err):
 			return err
 		default:
-			note = fmt.Sprintf(" (no GPU: %v)", err)
+			note = " interpreter (no GPU found)"
 		}
 	default:
 		return usagef("--device %q: want auto, cpu or gpu", *device)
@@ -256,7 +256,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  kernel %-16s schedule %v  grid %d  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, s.Params, s.Grid[0], s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
 	}
 	gbs := float64(bytes) / st.Elapsed.Seconds() / 1e9
-	fmt.Fprintf(stdout, "  time %v, %.1f GB/s over %d ideal bytes", st.Elapsed.Round(time.Microsecond), gbs, bytes)
+	fmt.Fprintf(stdout, "  time %v, %.3g GB/s over %d ideal bytes", st.Elapsed.Round(time.Microsecond), gbs, bytes)
 	if st.Compile > 0 || st.Hits > 0 {
 		fmt.Fprintf(stdout, " (JIT %v, %d cache hits)", st.Compile.Round(time.Millisecond), st.Hits)
 	}
