@@ -10,9 +10,10 @@ SHELL := bash
 GO ?= go
 
 # Debian packages the tests need: hipcc (HIP 5.2 on clang 15) with the HIP
-# headers and the device bitcode, llvm-15 for llvm-objdump/llvm-readelf, and
-# clang-tools-15 for clang-offload-bundler.
-APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15
+# headers and the device bitcode, llvm-15 for llvm-objdump/llvm-readelf,
+# clang-tools-15 for clang-offload-bundler, and g++ to run the emitted numeric
+# prelude on the host (emit's TestPreludeMatchesGo).
+APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 g++
 
 # make test fails, rather than skips, the AMD compile check when hipcc is
 # missing. `make test REQUIRE_HIPCC=0` lets it skip on a machine without it.

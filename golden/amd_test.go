@@ -1,0 +1,276 @@
+package golden
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fp8gen/fp8gen/amdgpu"
+	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/lower"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// requireHipcc skips the test when hipcc or the LLVM tools are missing,
+// unless FP8GEN_REQUIRE_HIPCC=1 (as make test sets it): then it fails.
+func requireHipcc(t *testing.T) {
+	t.Helper()
+	if err := amdgpu.Available(); err != nil {
+		if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
+			t.Fatalf("FP8GEN_REQUIRE_HIPCC=1: %v", err)
+		}
+		t.Skipf("skipping the AMD compile check: %v", err)
+	}
+}
+
+var compiled sync.Map // arch + "\x00" + source → func() (*amdgpu.Report, error)
+
+// compileHIP compiles src for arch once per test binary: tests that look at
+// the same kernel share one hipcc run. Safe for concurrent use.
+func compileHIP(src, arch string) (*amdgpu.Report, error) {
+	once, _ := compiled.LoadOrStore(arch+"\x00"+src, sync.OnceValues(func() (*amdgpu.Report, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		return amdgpu.Compile(ctx, src, arch)
+	}))
+	return once.(func() (*amdgpu.Report, error))()
+}
+
+// TestAMDCompile compiles the golden kernels of every AMD target CI's hipcc
+// knows and holds hipcc's report against what schedule/ predicted. It
+// compiles the sources as emitted now, which TestGolden holds equal to the
+// files, so that it needs no order among the tests (and works with -update).
+func TestAMDCompile(t *testing.T) {
+	type job struct {
+		c    *goldenCase
+		step *ops.Step
+		name string
+		src  string
+	}
+	var jobs []job
+	for _, c := range cases(t) {
+		switch {
+		case c.target.Vendor != target.AMD:
+			continue
+		case c.target.CheckArch == "":
+			t.Logf("%s: skipped: CI's hipcc (HIP 5.2, clang 15) does not know %s and no architecture it knows stands in for it (CheckArch is empty)",
+				c.name, c.target.Name)
+			continue
+		}
+		for i, s := range c.plan.Steps {
+			name := c.kernels[i].Name
+			jobs = append(jobs, job{c, s, name, c.kernels[i].Source})
+		}
+	}
+	if len(jobs) == 0 {
+		t.Fatal("no golden case has an AMD target with a CheckArch")
+	}
+	requireHipcc(t)
+
+	reps, errs := make([]*amdgpu.Report, len(jobs)), make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { reps[i], errs[i] = compileHIP(j.src, j.c.target.CheckArch) })
+	}
+	wg.Wait()
+
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kernel\ttarget (as)\tschedule\tVGPRs\tAGPRs\tregs est.\tSGPRs\tLDS B\tLDS pred.\tspills v/s\tscratch B\t")
+	for i, j := range jobs {
+		tg := j.c.target
+		where := fmt.Sprintf("%s: %s on %s (compiled as %s)", j.c.path(), j.name, tg.Name, tg.CheckArch)
+		if errs[i] != nil {
+			t.Errorf("%s: %v", where, errs[i])
+			continue
+		}
+		k, ok := reps[i].Kernel(j.name)
+		if !ok {
+			t.Errorf("%s: hipcc reports no kernel %s; it has %v", where, j.name, reps[i].Kernels)
+			continue
+		}
+		pred := j.step.Resources
+		fmt.Fprintf(tw, "%s\t%s (%s)\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%d\t\n",
+			j.name, tg.Name, tg.CheckArch, j.step.Params, k.VGPRs, k.AGPRs, pred.Regs, k.SGPRs,
+			k.LDSBytes, pred.LDSBytes, k.VGPRSpills, k.SGPRSpills, k.PrivateBytes)
+		if k.VGPRSpills != 0 || k.SGPRSpills != 0 || k.PrivateBytes != 0 {
+			t.Errorf("%s: spills %d VGPRs and %d SGPRs, %d B of scratch per lane; want none",
+				where, k.VGPRSpills, k.SGPRSpills, k.PrivateBytes)
+		}
+		if k.LDSBytes != pred.LDSBytes {
+			// More than predicted is usually a private array the compiler
+			// could not keep in registers, moved to LDS (AMDGPUPromoteAlloca).
+			t.Errorf("%s: uses %d B of LDS, schedule predicted %d B", where, k.LDSBytes, pred.LDSBytes)
+		}
+		if k.VGPRs+k.AGPRs > tg.RegsLane {
+			t.Errorf("%s: %d VGPRs + %d AGPRs > %d a lane can hold", where, k.VGPRs, k.AGPRs, tg.RegsLane)
+		}
+	}
+	tw.Flush()
+	t.Logf("hipcc's report for the golden kernels (regs est. and LDS pred. are schedule/'s):\n%s", table.String())
+}
+
+// cacheMaintenance are the gfx940 instructions an acquire or release at
+// agent scope adds around an atomic: write back L2, invalidate L2.
+var cacheMaintenance = []string{"buffer_wbl2", "buffer_inv"}
+
+// mnemonics lists the instruction mnemonics of a disassembly, in order.
+func mnemonics(disasm string) []string {
+	var out []string
+	for _, l := range strings.Split(disasm, "\n") {
+		if i := strings.Index(l, "//"); i >= 0 {
+			l = l[:i]
+		}
+		if f := strings.Fields(l); len(f) > 0 && !strings.HasSuffix(f[len(f)-1], ":") {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// atomics lists the distinct memory atomics of a disassembly, sorted.
+func atomics(disasm string) []string {
+	var out []string
+	for _, m := range mnemonics(disasm) {
+		if strings.Contains(m, "_atomic_") && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// amaxKernel is tensorwise amax reduced to its core — abs, a block max,
+// one float atomic max at agent scope — with the atomic's order as given.
+func amaxKernel(t *testing.T, tg *target.Target, order ir.MemOrder) *emit.Kernel {
+	t.Helper()
+	const block = 4 * 64 * 4 // 4 waves, 4 elements a lane
+	b := ir.NewBuilder("amax_order", tg)
+	x := b.Param("x", ir.F32)
+	amax := b.Param("amax", ir.F32)
+	n := b.Size("N")
+	offs := b.Add(b.Mul(b.ProgramID(0), block), b.Arange(block))
+	v := b.Abs(b.Load(b.PtrAdd(x, offs), b.Lt(offs, n), nil))
+	b.AtomicMax(amax, b.Reduce(v, 0, ir.RMax), nil, order, ir.ScopeAgent)
+	f, err := b.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lower.Run(f, &lower.Config{Warps: 4}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := emit.Emit(f, fmt.Sprintf("fp8gen amax_order for %s: atomic max, %v, agent scope", tg.Name, order))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestRelaxedAmaxHasNoCacheMaintenance: tensorwise amax publishes its block
+// maximum with a relaxed atomic (the cast kernel reads it after the launch
+// ends), which on gfx942 is the bare global atomic; the same atomic with
+// acq_rel would write back and invalidate L2 around every block's update.
+func TestRelaxedAmaxHasNoCacheMaintenance(t *testing.T) {
+	c := caseNamed(t, "tensorwise_cast", "gfx942")
+	tg := c.target
+	var goldenAmax string
+	for _, k := range c.kernels {
+		if k.Name == "tensorwise_amax" {
+			goldenAmax = k.Source
+		}
+	}
+	if goldenAmax == "" {
+		t.Fatalf("%s has no kernel tensorwise_amax", c.name)
+	}
+
+	relaxed, acqRel := amaxKernel(t, tg, ir.Relaxed), amaxKernel(t, tg, ir.AcqRel)
+	// The order is in the helper's name and in its __ATOMIC_ argument, and
+	// nowhere else.
+	swapped := strings.NewReplacer(
+		"__ATOMIC_RELAXED", "__ATOMIC_ACQ_REL",
+		"fp8g_atomic_max_f32_relaxed_agent", "fp8g_atomic_max_f32_acq_rel_agent",
+		"atomic max, relaxed,", "atomic max, acq_rel,",
+	).Replace(relaxed.Source)
+	if diff := cmp.Diff(acqRel.Source, swapped); diff != "" {
+		t.Errorf("amax_order: relaxed and acq_rel sources differ in more than the order (-acq_rel +relaxed with the order swapped):\n%s", diff)
+	}
+	for _, k := range []struct {
+		src, want, not string
+	}{{relaxed.Source, "__ATOMIC_RELAXED", "__ATOMIC_ACQ_REL"}, {acqRel.Source, "__ATOMIC_ACQ_REL", "__ATOMIC_RELAXED"}} {
+		if !strings.Contains(k.src, k.want) || strings.Contains(k.src, k.not) {
+			t.Errorf("amax_order: want %s and no %s in:\n%s", k.want, k.not, k.src)
+		}
+	}
+
+	requireHipcc(t)
+	names := []string{"tensorwise_amax", "amax_order", "amax_order"}
+	labels := []string{"golden tensorwise_amax (relaxed)", "amax_order (relaxed)", "amax_order (acq_rel)"}
+	srcs := []string{goldenAmax, relaxed.Source, acqRel.Source}
+	reps, errs := make([]*amdgpu.Report, len(srcs)), make([]error, len(srcs))
+	var wg sync.WaitGroup
+	for i, src := range srcs {
+		wg.Go(func() { reps[i], errs[i] = compileHIP(src, tg.CheckArch) })
+	}
+	wg.Wait()
+	disasm := make([]string, len(reps))
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", labels[i], err)
+		}
+		disasm[i] = reps[i].KernelDisasm(names[i])
+		if disasm[i] == "" {
+			t.Fatalf("%s: no disassembly of %s", labels[i], names[i])
+		}
+		t.Logf("%s on %s (as %s): atomics %v", labels[i], tg.Name, tg.CheckArch, atomics(disasm[i]))
+	}
+
+	// The emitter's float max is an integer max on the bits: signed max for
+	// a non-negative value, unsigned min for a negative one. Anything else
+	// (a cmpswap loop, a flat atomic) is a change to review.
+	wantAtomics := []string{"global_atomic_smax", "global_atomic_umin"}
+	for i := range 2 { // relaxed
+		if diff := cmp.Diff(wantAtomics, atomics(disasm[i])); diff != "" {
+			t.Errorf("%s: atomics (-want +got):\n%s\n%s", labels[i], diff, disasm[i])
+		}
+		for _, m := range cacheMaintenance {
+			if slices.Contains(mnemonics(disasm[i]), m) {
+				t.Errorf("%s: has %s; a relaxed atomic needs no cache maintenance:\n%s", labels[i], m, disasm[i])
+			}
+		}
+	}
+	if diff := cmp.Diff(atomics(disasm[1]), atomics(disasm[2])); diff != "" {
+		t.Errorf("amax_order: the order changed the atomic instructions (-relaxed +acq_rel):\n%s", diff)
+	}
+	// acq_rel: each atomic has a write-back before it and an invalidate after
+	// it, before the next atomic.
+	var seq []string
+	for _, m := range mnemonics(disasm[2]) {
+		if slices.Contains(cacheMaintenance, m) || strings.Contains(m, "_atomic_") {
+			seq = append(seq, m)
+		}
+	}
+	t.Logf("%s: memory operations in order: %v", labels[2], seq)
+	for _, m := range cacheMaintenance {
+		if !slices.Contains(seq, m) {
+			t.Errorf("%s: no %s; acq_rel at agent scope should write back and invalidate L2:\n%s", labels[2], m, disasm[2])
+		}
+	}
+	for i, m := range seq {
+		if !strings.Contains(m, "_atomic_") {
+			continue
+		}
+		if i == 0 || seq[i-1] != "buffer_wbl2" || i+1 == len(seq) || seq[i+1] != "buffer_inv" {
+			t.Errorf("%s: %s is not between buffer_wbl2 and buffer_inv; memory operations in order: %v", labels[2], m, seq)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package golden
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fp8gen/fp8gen/backend"
+	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/lower"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// shape is the problem size of every case: large enough that each op takes
+// its production schedule, not a small-problem special case.
+var shape = ops.Shape{"M": 4096, "K": 4096}
+
+// goldenCase is one op on one target.
+type goldenCase struct {
+	name    string // <op>_<target>: the archive's base name
+	op      *ops.Op
+	target  *target.Target
+	plan    *ops.Plan
+	kernels []*emit.Kernel // one per plan step, in launch order
+	archive *archive
+}
+
+func (c *goldenCase) path() string { return filepath.Join("testdata", c.name+".txtar") }
+
+// allCases plans and emits every op × target once for all the tests.
+var allCases = sync.OnceValues(func() ([]*goldenCase, error) {
+	var cs []*goldenCase
+	for _, on := range ops.Names() {
+		op, err := ops.Lookup(on)
+		if err != nil {
+			return nil, err
+		}
+		for _, tn := range target.Names() {
+			tg, err := target.Lookup(tn)
+			if err != nil {
+				return nil, err
+			}
+			cs = append(cs, &goldenCase{name: on + "_" + tn, op: op, target: tg})
+		}
+	}
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = c.build() })
+	}
+	wg.Wait()
+	return cs, errors.Join(errs...)
+})
+
+func cases(t *testing.T) []*goldenCase {
+	t.Helper()
+	cs, err := allCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// caseNamed returns the case of op on target tn.
+func caseNamed(t *testing.T, op, tn string) *goldenCase {
+	t.Helper()
+	for _, c := range cases(t) {
+		if c.op.Name == op && c.target.Name == tn {
+			return c
+		}
+	}
+	t.Fatalf("no golden case for %s on %s", op, tn)
+	return nil
+}
+
+func (c *goldenCase) build() error {
+	op, tg := c.op, c.target
+	o := ops.DefaultOptions()
+	p, err := op.NewPlan(tg, shape, o, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	c.plan = p
+	c.archive = &archive{comment: fmt.Sprintf(
+		"Golden HIP of op %s on %s (%s), shape %v, input %v, %s family, pow2 scales %v.\n"+
+			"Written by `go test ./golden -update`; review a diff of this file like code.\n",
+		op.Name, tg.Name, p.Format.Name, shape, o.In, o.Family, o.Pow2)}
+	for _, s := range p.Steps {
+		k, err := emit.Emit(s.Func, backend.Comment(p, s))
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		c.kernels = append(c.kernels, k)
+		c.archive.files = append(c.archive.files,
+			file{name: k.Name + ".schedule", data: scheduleText(s)},
+			file{name: k.Name + ".hip", data: k.Source})
+	}
+	return nil
+}
+
+// scheduleText is a step's schedule file: the knobs and the grid, then what
+// schedule/ predicted for the lowered kernel.
+func scheduleText(s *ops.Step) string {
+	return fmt.Sprintf("params: %v\ngrid: %d %d %d\nthreads: %d\nlds_bytes: %d\nregs_estimate: %d\n",
+		s.Params, s.Grid[0], s.Grid[1], s.Grid[2], s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
+}
+
+// emitAgain writes step i of c's plan from scratch — the DSL, lowering and
+// emission at the chosen schedule — for the determinism check.
+func (c *goldenCase) emitAgain(i int) (string, error) {
+	p, s := c.plan, c.plan.Steps[i]
+	fn, err := p.Op.Build(s.Kernel, p.Target, p.Shape, p.Options, s.Params, &lower.Config{})
+	if err != nil {
+		return "", err
+	}
+	k, err := emit.Emit(fn, backend.Comment(p, s))
+	if err != nil {
+		return "", err
+	}
+	return k.Source, nil
+}
+
+func TestGolden(t *testing.T) {
+	cs := cases(t)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range cs {
+		known[c.path()] = true
+	}
+	stale, err := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range stale {
+		switch {
+		case known[path]:
+		case *update:
+			if err := os.Remove(path); err != nil {
+				t.Error(err)
+			}
+		default:
+			t.Errorf("%s matches no op × target; go test ./golden -update removes it", path)
+		}
+	}
+
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			for i, s := range c.plan.Steps {
+				k := c.kernels[i]
+				again, err := c.emitAgain(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(k.Source, again); diff != "" {
+					t.Errorf("%s: emission is not deterministic (-first +second):\n%s", k.Name, diff)
+				}
+				if k.Threads != s.Resources.Threads || k.LDSBytes != s.Resources.LDSBytes {
+					t.Errorf("%s: emitted for %d threads and %d B LDS, but the schedule predicted %d threads and %d B",
+						k.Name, k.Threads, k.LDSBytes, s.Resources.Threads, s.Resources.LDSBytes)
+				}
+			}
+
+			got := c.archive
+			if *update {
+				if err := os.WriteFile(c.path(), got.format(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			data, err := os.ReadFile(c.path())
+			if err != nil {
+				t.Fatalf("%v (go test ./golden -update writes it)", err)
+			}
+			want := parseArchive(data)
+			if diff := cmp.Diff(fileNames(want), fileNames(got)); diff != "" {
+				t.Errorf("%s: files (-want +got):\n%s", c.path(), diff)
+			}
+			if diff := cmp.Diff(want.comment, got.comment); diff != "" {
+				t.Errorf("%s: comment (-want +got):\n%s", c.path(), diff)
+			}
+			for _, f := range got.files {
+				w, ok := want.lookup(f.name)
+				if !ok {
+					continue // reported with the file names
+				}
+				// Lines, so that a diff shows whole source lines.
+				if diff := cmp.Diff(strings.Split(w, "\n"), strings.Split(withNewline(f.data), "\n")); diff != "" {
+					t.Errorf("%s: %s (-want +got):\n%s", c.path(), f.name, diff)
+				}
+			}
+			if t.Failed() {
+				t.Log("if the change is intended, run go test ./golden -update and review the diff")
+			}
+		})
+	}
+}
+
+func fileNames(a *archive) []string {
+	var n []string
+	for _, f := range a.files {
+		n = append(n, f.name)
+	}
+	return n
+}
