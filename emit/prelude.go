@@ -13,6 +13,12 @@ import (
 // HIP headers do not build against CUDA 13), and the conversions and max/min
 // whose results must match package interp bit for bit.
 func prelude(t *target.Target, formats []*fp8.Format) string {
+	return preludeWith(t, formats, t.HWCvt)
+}
+
+// preludeWith writes the prelude, with the hardware conversions to fp8 where
+// hw is set (NVIDIA's cvt.rn.satfinite), else the software ones.
+func preludeWith(t *target.Target, formats []*fp8.Format, hw bool) string {
 	var sb strings.Builder
 	if t.Vendor == target.AMD {
 		sb.WriteString("#include <hip/hip_runtime.h>\n")
@@ -21,18 +27,18 @@ func prelude(t *target.Target, formats []*fp8.Format) string {
 
 #define FP8G_FN static __device__ __forceinline__
 
-// IEEE maxNum/minNum: a NaN operand yields the other; +0 is above -0.
+// IEEE maxNum/minNum: a NaN operand (signaling too: fmaxf would quiet it on
+// some hardware) yields the other; +0 is above -0, as equal operands
+// combine their sign bits.
 FP8G_FN float fp8g_maxf(float a, float b) {
   if (a != a) return b;
   if (b != b) return a;
-  if (a == b) return (__float_as_uint(a) >> 31) ? b : a;
-  return a > b ? a : b;
+  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
 }
 FP8G_FN float fp8g_minf(float a, float b) {
   if (a != a) return b;
   if (b != b) return a;
-  if (a == b) return (__float_as_uint(a) >> 31) ? a : b;
-  return a < b ? a : b;
+  return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : (a < b ? a : b);
 }
 FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
 FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }
@@ -60,7 +66,11 @@ FP8G_FN int fp8g_f32_to_i32(float f) {
 }
 `)
 	for _, f := range formats {
-		sb.WriteString(encoder(f))
+		if hw && !f.FNUZ {
+			sb.WriteString(hwEncoder(f))
+		} else {
+			sb.WriteString(encoder(f))
+		}
 		sb.WriteString(decoder(f))
 	}
 	return sb.String()
@@ -114,6 +124,20 @@ FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
 		floatLit(float32(pow2(f.Bias-1+f.ManBits))),      // 1 / subnormal step
 		(1<<(shift-1))-1, shift, (127-f.Bias)<<f.ManBits, // rounding bias, shift, re-bias
 		map[bool]string{true: "0", false: "(uint8_t)sign"}[f.FNUZ], floatLit(f.Max))
+}
+
+// hwEncoder is the saturating cast by cvt.rn.satfinite: round to nearest
+// even, ±Inf and overflow to ±max. Its NaN keeps the input's sign, so NaN
+// is mapped to the canonical code here.
+func hwEncoder(f *fp8.Format) string {
+	ptx := map[string]string{"e4m3fn": "e4m3x2", "e5m2": "e5m2x2"}[f.Name]
+	return fmt.Sprintf(`// f32 → %[1]s by the hardware: round to nearest even, saturate to ±%[2]g, NaN → 0x%02[3]x.
+FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
+  unsigned short r;
+  asm("cvt.rn.satfinite.%[4]s.f32 %%0, %%1, %%2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return x != x ? 0x%02[3]x : (uint8_t)r;
+}
+`, f.Name, f.Max, nanCode(f), ptx)
 }
 
 func decoder(f *fp8.Format) string {

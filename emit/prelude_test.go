@@ -226,7 +226,7 @@ func TestPreludeMatchesGo(t *testing.T) {
 	}
 	formats := fp8.Formats()
 	fns := scalarFns(formats)
-	src := hostShim + prelude(tg, formats) + harness(formats, fns)
+	src := hostShim + preludeWith(tg, formats, false) + harness(formats, fns)
 
 	dir := t.TempDir()
 	cc, exe := filepath.Join(dir, "prelude.cc"), filepath.Join(dir, "prelude")

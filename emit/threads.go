@@ -134,6 +134,70 @@ func (e *emitter) ptrType(v *ir.Value) string {
 	return c + ctype(v.Type.DType)
 }
 
+// Vectors are moved as 32-bit words (or one 16-bit half) and taken apart
+// with shifts: unions or arrays would live in scratch memory on AMD.
+
+// word names component k of a vector of the given bytes.
+func word(bytes, k int) string {
+	if bytes <= 4 {
+		return "w"
+	}
+	return "w." + string("xyzw"[k])
+}
+
+// unpack is element j of type d from vector w.
+func unpack(d ir.DType, bytes, j int) string {
+	size := d.Bytes()
+	w := word(bytes, j*size/4)
+	shift := (j * size % 4) * 8
+	x := w
+	if shift > 0 {
+		x = fmt.Sprintf("(%s >> %d)", w, shift)
+	}
+	switch d.K {
+	case ir.KF32:
+		return "__uint_as_float(" + w + ")"
+	case ir.KI32:
+		return "(int)" + w
+	}
+	return fmt.Sprintf("(%s)%s", ctype(d), x)
+}
+
+// pack builds the vector of x's registers r+0 … as a C expression.
+func pack(x *ir.Value, bytes int) string {
+	d := x.Type.DType
+	size := d.Bytes()
+	n := bytes / size
+	words := make([][]string, max(bytes/4, 1))
+	for j := 0; j < n; j++ {
+		e := fmt.Sprintf("%v[r + %d]", x, j)
+		switch d.K {
+		case ir.KF32:
+			e = "__float_as_uint(" + e + ")"
+		default:
+			e = "(uint32_t)" + e
+		}
+		if shift := (j * size % 4) * 8; shift > 0 {
+			e = fmt.Sprintf("(%s << %d)", e, shift)
+		}
+		k := j * size / 4
+		words[k] = append(words[k], e)
+	}
+	var parts []string
+	for _, w := range words {
+		parts = append(parts, strings.Join(w, " | "))
+	}
+	switch {
+	case bytes == 2:
+		return "(uint16_t)(" + parts[0] + ")"
+	case bytes == 4:
+		return parts[0]
+	case bytes == 8:
+		return "make_uint2(" + strings.Join(parts, ", ") + ")"
+	}
+	return "make_uint4(" + strings.Join(parts, ", ") + ")"
+}
+
 func vecType(bytes int) string {
 	switch bytes {
 	case 2:
@@ -151,14 +215,15 @@ func vecType(bytes int) string {
 func (e *emitter) load(v *ir.Value) {
 	p, m, o := v.Args[0], v.Args[1], v.Args[2]
 	if v.Type.Rank() == 0 {
-		e.line("%v = %v ? *%v : %v;", v, m, p, o)
+		e.line("if (%[2]v) %[1]v = *%[3]v; else %[1]v = %[4]v;", v, m, p, o)
 		return
 	}
 	vec := max(v.Vec, 1)
 	n := regsOf(v)
-	el := ctype(v.Type.DType)
 	if vec == 1 {
-		e.each(v, fmt.Sprintf("%v[r] = %v[r] ? *%v[r] : %v[r];", v, m, p, o))
+		// if/else rather than ?: — a select of pointers makes clang keep
+		// the arrays in scratch memory on AMD.
+		e.each(v, fmt.Sprintf("if (%[2]v[r]) %[1]v[r] = *%[3]v[r]; else %[1]v[r] = %[4]v[r];", v, m, p, o))
 		return
 	}
 	e.line("#pragma unroll")
@@ -168,14 +233,14 @@ func (e *emitter) load(v *ir.Value) {
 		all = append(all, fmt.Sprintf("%v[r + %d]", m, j))
 	}
 	e.line("  if (%s) {", strings.Join(all, " && "))
-	e.line("    union { %s u; %s e[%d]; } w;", vecType(vec*v.Type.DType.Bytes()), el, vec)
-	e.line("    w.u = *(const %s*)%v[r];", vecType(vec*v.Type.DType.Bytes()), p)
+	vb := vec * v.Type.DType.Bytes()
+	e.line("    const %s w = *(const %s*)%v[r];", vecType(vb), vecType(vb), p)
 	for j := 0; j < vec; j++ {
-		e.line("    %v[r + %d] = w.e[%d];", v, j, j)
+		e.line("    %v[r + %d] = %s;", v, j, unpack(v.Type.DType, vb, j))
 	}
 	e.line("  } else {")
 	for j := 0; j < vec; j++ {
-		e.line("    %[1]v[r + %[2]d] = %[3]v[r + %[2]d] ? *%[4]v[r + %[2]d] : %[5]v[r + %[2]d];", v, j, m, p, o)
+		e.line("    if (%[3]v[r + %[2]d]) %[1]v[r + %[2]d] = *%[4]v[r + %[2]d]; else %[1]v[r + %[2]d] = %[5]v[r + %[2]d];", v, j, m, p, o)
 	}
 	e.line("  }")
 	e.line("}")
@@ -205,8 +270,8 @@ func (e *emitter) store(v *ir.Value) {
 		e.line("for (int r = 0; r < %d; ++r) if (%s) %s", regsOf(p), cond, write("r"))
 		return
 	}
-	el := ctype(x.Type.DType)
-	vt := vecType(vec * x.Type.DType.Bytes())
+	vb := vec * x.Type.DType.Bytes()
+	vt := vecType(vb)
 	e.line("#pragma unroll")
 	e.line("for (int r = 0; r < %d; r += %d) {", regsOf(p), vec)
 	var all []string
@@ -219,11 +284,7 @@ func (e *emitter) store(v *ir.Value) {
 		all = append(all, c)
 	}
 	e.line("  if (%s) {", strings.Join(all, " && "))
-	e.line("    union { %s u; %s e[%d]; } w;", vt, el, vec)
-	for j := 0; j < vec; j++ {
-		e.line("    w.e[%d] = %v[r + %d];", j, x, j)
-	}
-	e.line("    *(%s*)%v[r] = w.u;", vt, p)
+	e.line("    *(%s*)%v[r] = %s;", vt, p, pack(x, vb))
 	e.line("  } else {")
 	for j := 0; j < vec; j++ {
 		e.line("    if (%s) *%v[r + %d] = %v[r + %d];", all[j], p, j, x, j)

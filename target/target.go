@@ -49,6 +49,10 @@ type Target struct {
 	E4M3      *fp8.Format
 	E5M2      *fp8.Format
 	CheckArch string // --offload-arch accepted by CI's hipcc for a compile check, "" if none
+	// HWCvt: the emitter may use the hardware's saturating f32→fp8
+	// conversion (cvt.rn.satfinite on sm_89+), whose results match package
+	// fp8 bit for bit (checked on the GPU by the backend tests).
+	HWCvt bool
 }
 
 // FP8 returns the target's format of the given family ("e4m3" or "e5m2").
@@ -81,7 +85,7 @@ var targets = map[string]*Target{
 		Name: "sm_90", Vendor: NVIDIA, Product: "H100/H200",
 		WaveSize: 32, LDSBytes: 227 << 10, RegsLane: 255, RegsCU: 64 << 10,
 		MaxBlock: 1024, MaxWaves: 64, CUs: 132, HBMGBs: 4800, L2Bytes: 50 << 20,
-		E4M3: fp8.E4M3FN, E5M2: fp8.E5M2,
+		E4M3: fp8.E4M3FN, E5M2: fp8.E5M2, HWCvt: true,
 	},
 }
 
