@@ -147,6 +147,8 @@ type Prepared struct {
 	zero    []*runtime.Buffer
 	Stats   Stats
 	outputs []ops.Spec
+	// Attrs are the compiled kernels' resources, per step.
+	Attrs []runtime.KernelAttrs
 }
 
 // Prepare compiles every step and uploads the tensors.
@@ -189,6 +191,7 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 				args = append(args, int32(p.Shape[prm.Name]))
 			}
 		}
+		pr.Attrs = append(pr.Attrs, k.Attrs())
 		shared := 0
 		if ek.Dynamic {
 			shared = ek.LDSBytes

@@ -6,7 +6,10 @@ import (
 
 // regMaps sets, for ops that only relabel registers, which source register
 // each result register copies. The maps do not depend on the lane: a layout
-// places coordinate c in the same register of every lane that holds it.
+// places coordinate c in the same register of every lane that holds it. They
+// go through tile coordinates, not register coordinates, because the source
+// may carry another layout that places the elements alike (insertConverts
+// lets equivalent layouts meet without a convert).
 func regMaps(f *ir.Func, _ *Config) error {
 	f.Walk(func(v *ir.Value) {
 		switch v.Op {
@@ -18,20 +21,22 @@ func regMaps(f *ir.Func, _ *Config) error {
 		n := t.Layout.Regs(t.Shape)
 		v.Map = make([]int, n)
 		for r := 0; r < n; r++ {
-			rc := t.Layout.RegCoords(t.Shape, r)
-			src := make([]int, len(rc))
-			copy(src, rc)
+			c, _ := t.Layout.Elem(t.Shape, 0, r)
+			var src []int
 			switch v.Op {
 			case ir.OpBroadcast:
 				for a, e := range s.Shape {
 					if e == 1 {
-						src[t.Layout.BaseDim(a)] = 0
+						c[a] = 0
 					}
 				}
+				src = c
 			case ir.OpTrans:
-				src[0], src[1] = rc[1], rc[0]
+				src = []int{c[1], c[0]}
+			case ir.OpExpandDims:
+				src = append(append([]int(nil), c[:v.Aux]...), c[v.Aux+1:]...)
 			}
-			v.Map[r] = s.Layout.RegIndex(s.Shape, src)
+			v.Map[r] = s.Layout.RegOf(s.Shape, src)
 		}
 	})
 	return nil

@@ -226,41 +226,37 @@ func tensorCastKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *
 
 var Colwise = register(&Op{
 	Name:  "colwise_cast",
-	Doc:   "x[M,K] → qt[K,M] fp8 (transposed), inv_scale[K] f32: one scale per column",
+	Doc:   "x[M,K] → qt[K,M] fp8 (transposed), inv_scale[K] f32: one scale per column (amax with relaxed atomics, then the cast)",
 	Sizes: []string{"M", "K"},
 	Inputs: func(sh Shape, o Options) []Spec {
 		return []Spec{{Name: "x", DType: o.In, Shape: []int{sh["M"], sh["K"]}}}
 	},
 	Outputs: colwiseOutputs,
-	Kernels: []*Kernel{{
-		Name:  "colwise_cast",
-		Build: colwiseKernel,
-		Space: colwiseSpace,
-		Grid: func(t *target.Target, sh Shape, s schedule.Params) [3]int {
-			return [3]int{cdiv(sh["K"], s.Get("BLOCK_K")), 1, 1}
-		},
-	}},
+	Kernels: []*Kernel{
+		{Name: "colwise_amax", Build: colAmaxKernel, Space: colwiseSpace, Grid: colwiseGrid},
+		{Name: "colwise_cast", Build: colCastKernel, Space: colwiseSpace, Grid: colwiseGrid},
+	},
 	Reference: func(in map[string]*Tensor, sh Shape, o Options, f *fp8.Format) map[string]*Tensor {
 		m, k := sh["M"], sh["K"]
 		x := floats(in["x"])
 		out := Tensors(colwiseOutputs(sh, o, f))
 		col := make([]float32, m)
 		for j := 0; j < k; j++ {
+			amax := float32(0)
 			for i := 0; i < m; i++ {
 				col[i] = x[i*k+j]
+				amax = ir.MaxF32(amax, abs32(col[i]))
 			}
-			scale := refScale(col, f, o)
+			scale := scaleFrom(amax, f, o)
 			for i, v := range col {
 				out["qt"].Data[j*m+i] = f.EncodeSat(v * scale)
 			}
 			putF32(out["inv_scale"].Data, j, 1/scale)
+			putF32(out["amax"].Data, j, amax)
 		}
 		return out
 	},
-	Ceiling: func(t *target.Target, sh Shape, s []schedule.Params) float64 {
-		if len(s) > 0 && s[0]["ONEPASS"] == 1 {
-			return 1
-		}
+	Ceiling: func(t *target.Target, sh Shape, _ []schedule.Params) float64 {
 		return twoPassCeiling(t, sh)
 	},
 	Dequantize: func(out map[string]*Tensor, sh Shape, f *fp8.Format) []float32 {
@@ -276,69 +272,61 @@ var Colwise = register(&Op{
 	},
 })
 
-// colwiseSpace: a strip of BLOCK_K columns per program. When the whole
-// strip fits on chip (BLOCK_M ≥ M) one pass reads x once; otherwise the
-// program walks the strip twice, once for amax and once to cast, and the
-// transposed tile goes out through LDS so that writes run along M.
+// colwiseSpace: tiles of BLOCK_M rows × BLOCK_K columns, 2-D grid. Columns
+// of 64 bf16 give 128-byte row segments to read; the transposed tile leaves
+// through LDS in rows of BLOCK_M bytes of qt.
 func colwiseSpace(t *target.Target, sh Shape) []schedule.Params {
-	m := sh["M"]
 	var out []schedule.Params
-	if bm := pow2AtLeast(m); bm <= 4096 {
-		for _, bk := range []int{16, 8} {
-			warps := min(t.MaxBlock/t.WaveSize, max(1, bm*bk/(32*t.WaveSize)))
-			out = append(out, schedule.Params{"WARPS": warps, "BLOCK_M": bm, "BLOCK_K": bk, "ONEPASS": 1})
-		}
-	}
-	for _, c := range [][3]int{{128, 32, 8}, {64, 32, 4}, {64, 16, 4}, {32, 16, 4}} {
-		out = append(out, schedule.Params{"BLOCK_M": c[0], "BLOCK_K": c[1], "WARPS": c[2], "ONEPASS": 0})
+	for _, c := range [][3]int{{128, 64, 8}, {64, 64, 4}, {64, 32, 4}, {32, 32, 4}} {
+		out = append(out, schedule.Params{"BLOCK_M": c[0], "BLOCK_K": c[1], "WARPS": c[2]})
 	}
 	return out
 }
 
-func colwiseKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
+func colwiseGrid(t *target.Target, sh Shape, s schedule.Params) [3]int {
+	return [3]int{cdiv(sh["M"], s.Get("BLOCK_M")), cdiv(sh["K"], s.Get("BLOCK_K")), 1}
+}
+
+// colTile loads the [BLOCK_M, BLOCK_K] tile of program (pid_m, pid_k) as f32.
+func colTile(b *ir.Builder, s schedule.Params, x, m, k *ir.Value) *ir.Value {
+	bm, bk := s.Get("BLOCK_M"), s.Get("BLOCK_K")
+	rows := b.Add(b.Mul(b.ProgramID(0), bm), b.Arange(bm))
+	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk))
+	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols))
+	mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k)))
+	return loadF32(b, x, offs, mask)
+}
+
+func colAmaxKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
+	x := b.Param("x", o.In)
+	amax := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	cols := b.Add(b.Mul(b.ProgramID(1), s.Get("BLOCK_K")), b.Arange(s.Get("BLOCK_K")))
+	part := b.Reduce(b.Abs(colTile(b, s, x, m, k)), 0, ir.RMax)
+	// Relaxed is enough: the cast kernel reads amax after this launch ends.
+	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+}
+
+func colCastKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format) {
 	x := b.Param("x", o.In)
 	qt := b.Param("qt", ir.FP8(f))
 	inv := b.Param("inv_scale", ir.F32)
+	amax := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
 	bm, bk := s.Get("BLOCK_M"), s.Get("BLOCK_K")
-	pid := b.ProgramID(0)
-
-	// Index tiles are built separately for the load and for the transposed
-	// store: each then takes the layout its access wants, with no convert.
-	colsOf := func() *ir.Value { return b.Add(b.Mul(pid, bk), b.Arange(bk)) }
-	rowsOf := func(m0 *ir.Value) *ir.Value { return b.Add(m0, b.Arange(bm)) }
-	xTile := func(m0 *ir.Value) (*ir.Value, *ir.Value) {
-		rows, cols := rowsOf(m0), colsOf()
-		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols))
-		mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k)))
-		return loadF32(b, x, offs, mask), mask
-	}
-	storeT := func(m0, scale *ir.Value) {
-		v, _ := xTile(m0)
-		qv := b.Trans(b.Cast(b.Mul(v, b.Row(scale)), ir.FP8(f))) // [BLOCK_K, BLOCK_M]
-		rows, cols := rowsOf(m0), colsOf()
-		offs := b.Add(b.Mul(b.Col(cols), m), b.Row(rows))
-		mask := b.And(b.Col(b.Lt(cols, k)), b.Row(b.Lt(rows, m)))
-		b.Store(b.PtrAdd(qt, offs), qv, mask)
-	}
-	var scale *ir.Value
-	if s.Get("ONEPASS") == 1 {
-		v, _ := xTile(b.I32(0))
-		scale = scaleOf(b, b.Reduce(b.Abs(v), 0, ir.RMax), f, o)
-		storeT(b.I32(0), scale)
-	} else {
-		acc := b.For(0, m, bm, []*ir.Value{b.Full(ir.F32, 0, bm, bk)}, func(m0 *ir.Value, c []*ir.Value) []*ir.Value {
-			v, _ := xTile(m0)
-			return []*ir.Value{b.Max(c[0], b.Abs(v))}
-		})
-		scale = scaleOf(b, b.Reduce(acc[0], 0, ir.RMax), f, o)
-		b.For(0, m, bm, nil, func(m0 *ir.Value, _ []*ir.Value) []*ir.Value {
-			storeT(m0, scale)
-			return nil
-		})
-	}
+	pm, pk := b.ProgramID(0), b.ProgramID(1)
+	// Index tiles are built apart for each access, so that each takes the
+	// layout its access wants and only the data goes through LDS.
+	colsOf := func() *ir.Value { return b.Add(b.Mul(pk, bk), b.Arange(bk)) }
+	rowsOf := func() *ir.Value { return b.Add(b.Mul(pm, bm), b.Arange(bm)) }
 	cols := colsOf()
-	b.Store(b.PtrAdd(inv, cols), b.Div(1, scale), b.Lt(cols, k))
+	scale := scaleOf(b, b.Load(b.PtrAdd(amax, cols), b.Lt(cols, k), nil), f, o)
+	q := b.Cast(b.Mul(colTile(b, s, x, m, k), b.Row(scale)), ir.FP8(f))
+	rows, cols2 := rowsOf(), colsOf()
+	offs := b.Add(b.Mul(b.Col(cols2), m), b.Row(rows))
+	mask := b.And(b.Col(b.Lt(cols2, k)), b.Row(b.Lt(rows, m)))
+	b.Store(b.PtrAdd(qt, offs), b.Trans(q), mask) // [BLOCK_K, BLOCK_M], coalesced along M
+	b.Store(b.PtrAdd(inv, cols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(pm, 0)))
 }
 
 // refScale is the reference's scale of one group.
@@ -397,6 +385,7 @@ func colwiseOutputs(sh Shape, o Options, f *fp8.Format) []Spec {
 	return []Spec{
 		{Name: "qt", DType: ir.FP8(f), Shape: []int{sh["K"], sh["M"]}},
 		{Name: "inv_scale", DType: ir.F32, Shape: []int{sh["K"]}},
+		{Name: "amax", DType: ir.F32, Shape: []int{sh["K"]}, Zero: true},
 	}
 }
 

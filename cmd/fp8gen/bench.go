@@ -98,6 +98,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
 			}
 		}
+		var sp []string
+		for i, s := range p.Steps {
+			a := pr.Attrs[i]
+			sp = append(sp, fmt.Sprintf("%s(%v; %d regs, %d B local, %d B LDS)", s.Func.Name, s.Params, a.Regs, a.LocalBytes, s.Resources.LDSBytes))
+		}
 		t, err := pr.Time(*warm, *iters)
 		pr.Free()
 		if err != nil {
@@ -107,10 +112,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		ct, err := g.CopyTime(bytes/2, *warm, *iters)
 		if err != nil {
 			return err
-		}
-		var sp []string
-		for _, s := range p.Steps {
-			sp = append(sp, s.Func.Name+"("+s.Params.String()+")")
 		}
 		gbs := float64(bytes) / t.Seconds() / 1e9
 		copyGBs := float64(bytes) / ct.Seconds() / 1e9
