@@ -79,8 +79,10 @@ func i32s(x []int32) []byte {
 	return b
 }
 
-func getF32(b []byte, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
-func getI32(b []byte, i int) int32   { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
+func getF32(b []byte, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
+func getI32(b []byte, i int) int32 { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
 
 // transpose is colwise_cast's store half on a [64,16] tile of bf16 x[M,K]:
 // cast to fp8 and stored transposed into qt[K,M], through one LDS round trip.
@@ -592,6 +594,45 @@ func TestLaunchNegativeGrid(t *testing.T) {
 		}()
 		if err == nil || strings.HasPrefix(err.Error(), "panic") || !strings.Contains(err.Error(), "grid") {
 			t.Errorf("grid %v: %v; want an error about the grid", grid, err)
+		}
+	}
+}
+
+// TestLoopCarriedTransposed: a loop whose carried tile enters transposed
+// (its layout the transpose of a load's) and meets, in the body, loads in
+// the layout their own pointers want.
+func TestLoopCarriedTransposed(t *testing.T) {
+	// y[r][j] = max over k of x[k][j][r], x of [K][16][64].
+	f := kernel(t, 4, nil, func(b *ir.Builder) {
+		x := b.Param("x", ir.I32)
+		y := b.Param("y", ir.I32)
+		kk := b.Size("K")
+		first := b.Add(b.Mul(b.Col(b.Arange(16)), 64), b.Row(b.Arange(64)))
+		init := b.Trans(b.Load(b.PtrAdd(x, first), nil, nil))
+		acc := b.For(1, kk, 1, []*ir.Value{init}, func(i *ir.Value, c []*ir.Value) []*ir.Value {
+			idx := b.Add(b.Add(b.Mul(b.Row(b.Arange(16)), 64), b.Col(b.Arange(64))), b.Mul(i, 1024))
+			return []*ir.Value{b.Max(c[0], b.Load(b.PtrAdd(x, idx), nil, nil))}
+		})
+		b.Store(b.PtrAdd(y, b.Add(b.Mul(b.Col(b.Arange(64)), 16), b.Row(b.Arange(16)))), acc[0], nil)
+	})
+	const k = 3
+	x := make([]int32, k*16*64)
+	for i := range x {
+		x[i] = int32((i*7919)%1000 - 500)
+	}
+	y := make([]byte, 4*64*16)
+	if err := launch(t, f, [3]int{1, 1, 1}, i32s(x), y, k); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < 64; r++ {
+		for j := 0; j < 16; j++ {
+			w := x[j*64+r]
+			for i := 1; i < k; i++ {
+				w = max(w, x[i*1024+j*64+r])
+			}
+			if got := getI32(y, r*16+j); got != w {
+				t.Fatalf("y[%d][%d] = %d; want %d\n%v", r, j, got, w, f)
+			}
 		}
 	}
 }

@@ -365,6 +365,23 @@ func TestLowerPasses(t *testing.T) {
 			},
 		},
 		{
+			name: "row of a scalar",
+			setup: func(b *ir.Builder) {
+				x := b.Param("x", ir.I32)
+				v := b.Load(b.PtrAdd(x, b.Arange(64)), nil, nil)
+				b.Store(b.PtrAdd(x, b.Arange(1)), b.Row(b.Reduce(v, 0, ir.RSum)), nil)
+			},
+			bug: "the DSL and the verifier accept ExpandDims (Row/Col) of a rank-0 value, e.g. b.Row(b.Reduce(v, 0, " +
+				"ir.RSum)) or b.Row(b.ProgramID(0)), but regMaps (lower/threads.go:39) reads the operand's layout, " +
+				"which is nil for a scalar, and lower.Run panics with a nil pointer dereference",
+			check: func(t *testing.T, l *lowered) {
+				e := only(t, l.f, ir.OpExpandDims)
+				if len(e.Map) != e.Type.Layout.Regs(e.Type.Shape) {
+					t.Errorf("%s: register map %v", e.LongString(), e.Map)
+				}
+			},
+		},
+		{
 			name:  "loop-carried tile keeps one layout",
 			setup: amaxLoop,
 			check: func(t *testing.T, l *lowered) {

@@ -74,9 +74,9 @@ func rowwiseSpace(t *target.Target, sh Shape) []schedule.Params {
 	bk := pow2AtLeast(k)
 	var out []schedule.Params
 	if bk <= 16384 {
-		for _, per := range []int{16, 8, 32} {
-			warps := max(1, min(bk/(per*t.WaveSize), t.MaxBlock/t.WaveSize))
-			rows := 1
+		for _, c := range [][2]int{{16, 1}, {8, 1}, {32, 1}, {16, 2}, {32, 2}, {32, 4}} {
+			per, rows := c[0], c[1]
+			warps := max(1, min(rows*bk/(per*t.WaveSize), t.MaxBlock/t.WaveSize))
 			for rows*bk < per*t.WaveSize*warps && rows < 64 {
 				rows *= 2
 			}
@@ -176,8 +176,8 @@ func twoPassCeiling(t *target.Target, sh Shape) float64 {
 // walking tiles of BLOCK elements; 16 bytes of x per lane per tile.
 func flatSpace(t *target.Target, sh Shape) []schedule.Params {
 	var out []schedule.Params
-	for _, warps := range []int{8, 4, 16} {
-		out = append(out, schedule.Params{"WARPS": warps, "BLOCK": warps * t.WaveSize * 16})
+	for _, c := range [][2]int{{8, 16}, {4, 16}, {16, 16}, {8, 32}, {4, 32}} {
+		out = append(out, schedule.Params{"WARPS": c[0], "BLOCK": c[0] * t.WaveSize * c[1]})
 	}
 	return out
 }

@@ -35,6 +35,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 200, "timed launches (median reported)")
 	check := fs.Bool("check", true, "check fp8gen's outputs bit for bit against the reference once per case")
 	sched := fs.String("schedule", "", "override schedule knobs for every op")
+	sweep := fs.Bool("sweep", false, "time every feasible schedule of each op's space and report the fastest")
 	if _, err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -74,6 +75,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	for _, j := range jobs {
 		prog.Step(j.op.Name + " " + j.text)
 		of := opFlags{shape: fmt.Sprintf("M=%d,K=%d", j.shape["M"], j.shape["K"]), sched: *sched, in: "bf16", family: "e4m3"}
+		if *sweep {
+			best, err := sweepSchedules(g, j, *warm, *iters, stdout)
+			if err != nil {
+				return err
+			}
+			of.sched = best.String()
+		}
 		p, err := of.plan(j.op.Name, g.T)
 		if err != nil {
 			return err
@@ -236,4 +244,42 @@ func findPeers() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("bench/peers.py not found (run from the repository root)")
+}
+
+// sweepSchedules times every feasible point of the op's space at the job's
+// shape (the same knobs for each kernel of the op) and returns the fastest.
+func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedule.Params, error) {
+	var best schedule.Params
+	bestT := time.Duration(1<<63 - 1)
+	for _, s := range j.op.Kernels[0].Space(g.T, j.shape) {
+		p, err := j.op.NewPlan(g.T, j.shape, ops.DefaultOptions(), s)
+		if err != nil {
+			fmt.Fprintf(w, "  sweep %s %s %v: infeasible: %v\n", j.op.Name, j.text, s, strings.ReplaceAll(err.Error(), "\n", " "))
+			continue
+		}
+		in := ops.Inputs(j.op, p.Shape, p.Options, p.Format, 1, false)
+		all, _ := backend.AllTensors(p, in)
+		pr, err := g.Prepare(context.Background(), p, all)
+		if err != nil {
+			return nil, err
+		}
+		t, err := pr.Time(warm, iters)
+		var attrs []string
+		for _, a := range pr.Attrs {
+			attrs = append(attrs, fmt.Sprintf("%d regs %d B local", a.Regs, a.LocalBytes))
+		}
+		pr.Free()
+		if err != nil {
+			return nil, err
+		}
+		gbs := float64(idealBytes(p)) / t.Seconds() / 1e9
+		fmt.Fprintf(w, "  sweep %-15s %-10s %-45v %8.1f us %6.0f GB/s  (%s)\n", j.op.Name, j.text, s, us(t), gbs, strings.Join(attrs, "; "))
+		if t < bestT {
+			best, bestT = s, t
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%s %s: no feasible schedule", j.op.Name, j.text)
+	}
+	return best, nil
 }
