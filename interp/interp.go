@@ -49,6 +49,11 @@ func Launch(f *ir.Func, grid [3]int, args []any) error {
 			m.args = append(m.args, uint64(int64(n)))
 		}
 	}
+	for i, g := range grid {
+		if g < 0 {
+			return fmt.Errorf("%s: grid %v: extent %d along axis %d is negative", f.Name, grid, g, i)
+		}
+	}
 	total := grid[0] * grid[1] * grid[2]
 	if total == 0 {
 		return nil
@@ -153,6 +158,7 @@ func (m *machine) newBlock() *block {
 
 func (b *block) run(pid [3]int) error {
 	b.pid = pid
+	b.race.barrier() // programs never share LDS: a new program starts a new epoch
 	return b.exec(b.m.f.Entry)
 }
 
@@ -489,4 +495,3 @@ func Cast(from, to ir.DType, x uint64) uint64 {
 	}
 	panic(fmt.Sprintf("BUG: cast from %v to %v", from, to))
 }
-

@@ -175,10 +175,6 @@ func TestLDSRaceAcrossPrograms(t *testing.T) {
 	if err := launch(t, f, [3]int{1, 1, 1}, x, qt, 64, 16*programs); err != nil {
 		t.Fatalf("one program: %v", err)
 	}
-	t.Skip("BUG: interp keeps one ldsTracker per worker (newBlock) and never resets it between programs " +
-		"(block.run), so a program's first lds_store races, in the tracker, with the previous program's last " +
-		"lds_load on the same worker when no barrier follows that load: a false \"LDS race\" between blocks " +
-		"that never share LDS (the lowering's trailing barrier hides it today)")
 	if err := launch(t, f, [3]int{programs, 1, 1}, x, qt, 64, 16*programs); err != nil {
 		t.Fatalf("%d programs: %v", programs, err)
 	}
@@ -577,9 +573,6 @@ func TestLaunchErrors(t *testing.T) {
 }
 
 func TestLaunchNegativeGrid(t *testing.T) {
-	t.Skip("BUG: Launch does not check the grid: with one negative dimension (e.g. {-1,1,1}) the product is " +
-		"negative and make(chan int, total) panics with \"makechan: size out of range\"; with two " +
-		"({-1,-1,1}) the product is 1 and it silently runs one program, returning nil")
 	f := kernel(t, 1, nil, func(b *ir.Builder) {
 		b.Store(b.PtrAdd(b.Param("x", ir.F32), b.Arange(4)), 1.0, nil)
 	})

@@ -181,6 +181,9 @@ func (b *Builder) Splat(x *Value, shape ...int) *Value {
 
 // ExpandDims inserts an axis of extent 1 at axis.
 func (b *Builder) ExpandDims(x *Value, axis int) *Value {
+	if x.Type.Rank() == 0 {
+		return b.fail("expand_dims of a scalar: use Splat or Full to make a tile")
+	}
 	if axis < 0 || axis > x.Type.Rank() || x.Type.Rank() >= 2 {
 		return b.fail("expand_dims(axis %d) of a rank-%d tile: tiles have rank 1 or 2", axis, x.Type.Rank())
 	}
@@ -383,6 +386,10 @@ func (b *Builder) AtomicAdd(p *Value, x any, mask *Value, o MemOrder, s MemScope
 }
 
 func (b *Builder) atomic(op Op, p *Value, x any, mask *Value, o MemOrder, s MemScope) {
+	if p.Type.DType.K != KPtr {
+		b.fail("%s on %v: want a pointer tile", op.Name(), p.Type.DType)
+		return
+	}
 	xv := b.operand(x, p.Type.DType.Elem())
 	if b.err != nil {
 		return

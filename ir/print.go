@@ -68,7 +68,12 @@ func (l *Layout) String() string {
 }
 
 // String is the short form, v12.
-func (v *Value) String() string { return "v" + strconv.Itoa(v.ID) }
+func (v *Value) String() string {
+	if v == nil {
+		return "<nil>"
+	}
+	return "v" + strconv.Itoa(v.ID)
+}
 
 func (r ReduceKind) String() string { return [...]string{"max", "sum", "min"}[r] }
 func (o MemOrder) String() string   { return [...]string{"relaxed", "acq_rel", "seq_cst"}[o] }
@@ -109,7 +114,7 @@ func (v *Value) attrs() string {
 // LongString is the full form, v12 = max <tile<…>> v9 v11.
 func (v *Value) LongString() string {
 	var sb strings.Builder
-	if v.Op.info().result {
+	if v.Op.info().result || v.Op == OpFor { // a loop is named by its for_results
 		fmt.Fprintf(&sb, "%v = ", v)
 	}
 	sb.WriteString(v.Op.Name())
@@ -129,7 +134,7 @@ func (f *Func) String() string {
 	var sb strings.Builder
 	var ps []string
 	for _, p := range f.Params {
-		ps = append(ps, fmt.Sprintf("%s %v", p.Name, p.Type.DType))
+		ps = append(ps, fmt.Sprintf("%s %v <%v>", p.Name, p, p.Type.DType))
 	}
 	fmt.Fprintf(&sb, "func %s(%s)", f.Name, strings.Join(ps, ", "))
 	if f.Target != nil {

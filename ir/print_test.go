@@ -1,7 +1,10 @@
 package ir_test
 
 import (
+	"fmt"
 	"regexp"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,7 +41,7 @@ func tinyKernel(t *testing.T) (*ir.Func, map[string]*ir.Value) {
 
 func TestPrintFunc(t *testing.T) {
 	f, _ := tinyKernel(t)
-	want := `func tiny(x ptr<f32>, n i32) target=sm_90 {
+	want := `func tiny(x v1 <ptr<f32>>, n v2 <i32>) target=sm_90 {
   v3 = arange [4] <tile<4xi32>>
   v4 = splat <tile<4xptr<f32>>> v1
   v5 = ptr_add <tile<4xptr<f32>>> v4 v3
@@ -49,7 +52,7 @@ func TestPrintFunc(t *testing.T) {
   v10 = load <tile<4xf32>> v5 v7 v9
   v11 = const [0] <i32>
   v12 = const [2] <i32>
-  for v11 v2 v12 v10 (v14 <i32>, v15 <tile<4xf32>>) {
+  v13 = for v11 v2 v12 v10 (v14 <i32>, v15 <tile<4xf32>>) {
     v16 = neg <tile<4xf32>> v10
     v17 = max <tile<4xf32>> v15 v16
     yield v17
@@ -65,7 +68,7 @@ func TestPrintFunc(t *testing.T) {
 		t.Errorf("Func.String() mismatch (-want +got):\n%s", diff)
 	}
 	f.Threads, f.LDSBytes = 128, 2304
-	if got, want := regexp.MustCompile(`^.*\n`).FindString(f.String()), "func tiny(x ptr<f32>, n i32) target=sm_90 threads=128 lds=2304 {\n"; got != want {
+	if got, want := regexp.MustCompile(`^.*\n`).FindString(f.String()), "func tiny(x v1 <ptr<f32>>, n v2 <i32>) target=sm_90 threads=128 lds=2304 {\n"; got != want {
 		t.Errorf("lowered header %q; want %q", got, want)
 	}
 }
@@ -74,9 +77,6 @@ func TestPrintFunc(t *testing.T) {
 // as an operand is defined somewhere in that print, so that the text can be
 // read on its own.
 func TestPrintDefinesEveryOperand(t *testing.T) {
-	t.Skip("BUG: Func.String prints parameters by name only (`func tiny(x ptr<f32>, n i32)`) and a for " +
-		"loop without its ID (`for v11 v2 v12 v10 (...)`), yet operands refer to them as v1, v2 and v13 " +
-		"(`v4 = splat ... v1`, `v19 = for_result [0] ... v13`): those names are defined nowhere in the text")
 	f, _ := tinyKernel(t)
 	text := f.String()
 	defined := map[string]bool{}
@@ -127,7 +127,7 @@ func TestPrintValue(t *testing.T) {
 		{&withLayout, "v17 = max <tile<4xf32, #blocked{spt=[1] tpw=[32] wpb=[4] order=[0]}>> v15 v16"},
 		{&vec, "v10 = load [vec=4] <tile<4xf32>> v5 v7 v9"},
 		{v["sum"], "v21 = reduce [axis=0 sum] <f32> v19"},
-		{loop, "for v11 v2 v12 v10"},
+		{loop, "v13 = for v11 v2 v12 v10"},
 		{iv, "v14 = loop_var [0] <i32>"},
 		{carried[0], "v15 = loop_var [1] <tile<4xf32>>"},
 		{lds, "lds_store [offset=256 pitch=72] v17"},
@@ -142,5 +142,15 @@ func TestPrintValue(t *testing.T) {
 	}
 	if got, want := lay.Slice(0).String(), "#blocked{spt=[1] tpw=[32] wpb=[4] order=[0] drop=[0]}"; got != want {
 		t.Errorf("sliced layout %s; want %s", got, want)
+	}
+}
+
+func TestExpandDimsOfScalarIsAnError(t *testing.T) {
+	b := ir.NewBuilder("k", sm90(t))
+	_, _, line, _ := runtime.Caller(0)
+	b.Row(b.ProgramID(0))
+	_, err := b.Func()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("print_test.go:%d: expand_dims of a scalar", line+1)) {
+		t.Errorf("error %v; want the position of the Row call and what is wrong", err)
 	}
 }

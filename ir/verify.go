@@ -29,10 +29,15 @@ func Verify(f *Func, phase Phase) error {
 			if v.Block != b {
 				errs = append(errs, fmt.Errorf("%v: not owned by its block", v))
 			}
+			defined := true
 			for i, a := range v.Args {
 				if a == nil || !seen[a.ID] {
 					errs = append(errs, fmt.Errorf("%s: %v: operand %d is not defined before its use", posOf(v), v.LongString(), i))
+					defined = false
 				}
+			}
+			if !defined {
+				continue
 			}
 			if err := checkValue(v, phase, threads); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %s: %v", posOf(v), v.LongString(), err))

@@ -201,9 +201,6 @@ func TestVerifyRejectsBrokenIR(t *testing.T) {
 			},
 			phase: ir.PhaseTile,
 			want:  []string{"operand 1 is not defined before its use"},
-			bug: "Verify tests for a nil operand (verify.go:33, a == nil) but then formats the error with " +
-				"v.LongString(), which calls String() on the nil operand and panics (print.go:71); " +
-				"checkValue would dereference it next (v.Args[i].Type)",
 		},
 	}
 	for _, tt := range tests {

