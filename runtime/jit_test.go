@@ -278,7 +278,7 @@ func TestCompileHIPFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	args, _ := os.ReadFile(f.args)
-	if want := "--genco --offload-arch=gfx942 -O3 -ffp-contract=off -o k.hsaco k.hip"; strings.TrimSpace(string(args)) != want {
+	if want := "--genco --offload-arch=gfx942 -O3 -ffp-contract=off -fno-gpu-flush-denormals-to-zero -o k.hsaco k.hip"; strings.TrimSpace(string(args)) != want {
 		t.Errorf("hipcc arguments %q, want %q", strings.TrimSpace(string(args)), want)
 	}
 }
