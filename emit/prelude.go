@@ -16,31 +16,19 @@ func prelude(t *target.Target, formats []*fp8.Format) string {
 	return preludeWith(t, formats, t.HWCvt)
 }
 
-// preludeWith writes the prelude, with the hardware conversions to fp8 where
-// hw is set (NVIDIA's cvt.rn.satfinite), else the software ones.
+// preludeWith writes the prelude. With hw (NVIDIA sm_89+) the conversions to
+// fp8 are cvt.rn.satfinite and max/min use max.f32; otherwise both are
+// written out in portable code.
 func preludeWith(t *target.Target, formats []*fp8.Format, hw bool) string {
 	var sb strings.Builder
 	if t.Vendor == target.AMD {
 		sb.WriteString("#include <hip/hip_runtime.h>\n")
 	}
-	sb.WriteString(`#include <stdint.h>
+	fmt.Fprintf(&sb, `#include <stdint.h>
 
 #define FP8G_FN static __device__ __forceinline__
 
-// IEEE maxNum/minNum: a NaN operand (signaling too: fmaxf would quiet it on
-// some hardware) yields the other; +0 is above -0, as equal operands
-// combine their sign bits.
-FP8G_FN float fp8g_maxf(float a, float b) {
-  if (a != a) return b;
-  if (b != b) return a;
-  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
-}
-FP8G_FN float fp8g_minf(float a, float b) {
-  if (a != a) return b;
-  if (b != b) return a;
-  return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : (a < b ? a : b);
-}
-FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
+%[1]sFP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
 FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }
 FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 // Round to nearest even; NaN stays a quiet NaN.
@@ -64,7 +52,7 @@ FP8G_FN int fp8g_f32_to_i32(float f) {
   if (f <= -2147483648.0f) return (int)0x80000000;
   return (int)f;
 }
-`)
+`, maxMin(hw))
 	for _, f := range formats {
 		if hw && !f.FNUZ {
 			sb.WriteString(hwEncoder(f))
@@ -177,4 +165,33 @@ func pow2(n int) float64 {
 		x /= 2
 	}
 	return x
+}
+
+// maxMin writes fp8g_maxf and fp8g_minf: IEEE maxNum/minNum (a NaN operand
+// yields the other) with +0 above -0, as equal operands combine their sign
+// bits. On NVIDIA (hw) fmaxf is max.f32, which returns the other operand for
+// any NaN, signaling ones too (the backend tests hold it to the Go reference
+// on the H200). Elsewhere NaN is tested explicitly: AMD's IEEE mode quiets a
+// signaling NaN instead, and so does the host's fmaxf.
+func maxMin(hw bool) string {
+	if hw {
+		return `FP8G_FN float fp8g_maxf(float a, float b) {
+  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : fmaxf(a, b);
+}
+FP8G_FN float fp8g_minf(float a, float b) {
+  return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : fminf(a, b);
+}
+`
+	}
+	return `FP8G_FN float fp8g_maxf(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
+}
+FP8G_FN float fp8g_minf(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : (a < b ? a : b);
+}
+`
 }

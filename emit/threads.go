@@ -232,6 +232,9 @@ func (e *emitter) load(v *ir.Value) {
 	for j := 0; j < vec; j++ {
 		all = append(all, fmt.Sprintf("%v[r + %d]", m, j))
 	}
+	if v.UniformMask { // one mask bit stands for the vector
+		all = all[:1]
+	}
 	e.line("  if (%s) {", strings.Join(all, " && "))
 	vb := vec * v.Type.DType.Bytes()
 	e.line("    const %s w = *(const %s*)%v[r];", vecType(vb), vecType(vb), p)
@@ -240,7 +243,11 @@ func (e *emitter) load(v *ir.Value) {
 	}
 	e.line("  } else {")
 	for j := 0; j < vec; j++ {
-		e.line("    if (%[3]v[r + %[2]d]) %[1]v[r + %[2]d] = *%[4]v[r + %[2]d]; else %[1]v[r + %[2]d] = %[5]v[r + %[2]d];", v, j, m, p, o)
+		if v.UniformMask {
+			e.line("    %[1]v[r + %[2]d] = %[3]v[r + %[2]d];", v, j, o)
+		} else {
+			e.line("    if (%[3]v[r + %[2]d]) %[1]v[r + %[2]d] = *%[4]v[r + %[2]d]; else %[1]v[r + %[2]d] = %[5]v[r + %[2]d];", v, j, m, p, o)
+		}
 	}
 	e.line("  }")
 	e.line("}")
@@ -282,6 +289,11 @@ func (e *emitter) store(v *ir.Value) {
 			c += " && " + own
 		}
 		all = append(all, c)
+	}
+	if v.UniformMask { // the first element's mask and owner stand for the vector
+		e.line("  if (%s) *(%s*)%v[r] = %s;", all[0], vt, p, pack(x, vb))
+		e.line("}")
+		return
 	}
 	e.line("  if (%s) {", strings.Join(all, " && "))
 	e.line("    *(%s*)%v[r] = %s;", vt, p, pack(x, vb))
@@ -441,8 +453,19 @@ func (e *emitter) ldsIndex(t ir.Type, pitch int, r string) string {
 func (e *emitter) ldsStore(v *ir.Value) {
 	x := v.Args[0]
 	el := ctype(x.Type.DType)
+	own := e.owner(x.Type, "r", -1)
+	if vec := max(v.Vec, 1); vec > 1 {
+		vb := vec * x.Type.DType.Bytes()
+		body := fmt.Sprintf("*(%s*)&((%s*)lds)[%s] = %s;", vecType(vb), el, e.ldsIndex(x.Type, v.Pitch, "r"), pack(x, vb))
+		if own != "true" {
+			body = "if (" + own + ") " + body
+		}
+		e.line("#pragma unroll")
+		e.line("for (int r = 0; r < %d; r += %d) %s", regsOf(x), vec, body)
+		return
+	}
 	body := fmt.Sprintf("((%s*)lds)[%s] = %v[r];", el, e.ldsIndex(x.Type, v.Pitch, "r"), x)
-	if own := e.owner(x.Type, "r", -1); own != "true" {
+	if own != "true" {
 		body = "if (" + own + ") " + body
 	}
 	e.line("#pragma unroll")
@@ -451,6 +474,17 @@ func (e *emitter) ldsStore(v *ir.Value) {
 
 func (e *emitter) ldsLoad(v *ir.Value) {
 	el := ctype(v.Type.DType)
+	if vec := max(v.Vec, 1); vec > 1 {
+		vb := vec * v.Type.DType.Bytes()
+		e.line("#pragma unroll")
+		e.line("for (int r = 0; r < %d; r += %d) {", regsOf(v), vec)
+		e.line("  const %s w = *(const %s*)&((%s*)lds)[%s];", vecType(vb), vecType(vb), el, e.ldsIndex(v.Type, v.Pitch, "r"))
+		for j := 0; j < vec; j++ {
+			e.line("  %v[r + %d] = %s;", v, j, unpack(v.Type.DType, vb, j))
+		}
+		e.line("}")
+		return
+	}
 	e.each(v, fmt.Sprintf("%v[r] = ((%s*)lds)[%s];", v, el, e.ldsIndex(v.Type, v.Pitch, "r")))
 }
 

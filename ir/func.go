@@ -32,9 +32,12 @@ type Value struct {
 	Body  *Block // OpFor's body
 
 	// Set by lowering.
-	Vec   int   // load/store: elements per vector access
-	Pitch int   // LDS row pitch, in elements (padding against bank conflicts)
-	Map   []int // broadcast/expand_dims/trans: source register of each result register
+	Vec int // load/store: elements per vector access
+	// UniformMask: the mask is the same for the Vec elements of each vector
+	// (load/store), so one test guards the whole access.
+	UniformMask bool
+	Pitch       int   // LDS row pitch, in elements (padding against bank conflicts)
+	Map         []int // broadcast/expand_dims/trans: source register of each result register
 }
 
 // Block is a straight-line list of values. A loop body is a block whose

@@ -105,6 +105,9 @@ func (v *Value) attrs() string {
 	if v.Vec > 1 {
 		a = append(a, "vec="+strconv.Itoa(v.Vec))
 	}
+	if v.UniformMask {
+		a = append(a, "uniform")
+	}
 	if len(a) == 0 {
 		return ""
 	}

@@ -97,6 +97,24 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 				a.constant[i] = min(x.constant[i], y.constant[i])
 			}
 			a.div = min(x.elemDiv()*y.elemDiv(), maxDiv)
+		case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
+			// x < K over an aligned run of x0, x0+1, … is constant over blocks
+			// of any power of two dividing both x0 and K: the comparison
+			// cannot change inside such a block.
+			x, y := get(v.Args[0]), get(v.Args[1])
+			for i := 0; i < r; i++ {
+				a.constant[i] = min(x.constant[i], y.constant[i])
+				g := max(min(x.contig[i], y.constant[i], x.div, y.elemDiv()), min(y.contig[i], x.constant[i], y.div, x.elemDiv()))
+				for g&(g-1) != 0 {
+					g--
+				}
+				a.constant[i] = max(a.constant[i], g)
+			}
+		case ir.OpAnd, ir.OpOr:
+			x, y := get(v.Args[0]), get(v.Args[1])
+			for i := 0; i < r; i++ {
+				a.constant[i] = min(x.constant[i], y.constant[i])
+			}
 		case ir.OpConvert:
 			a = get(v.Args[0])
 		}

@@ -596,14 +596,14 @@ func TestPassGolden(t *testing.T) {
 			setup:  amaxTile,
 			pass:   "vectorize",
 			before: head(0) + prefix("") + steps,
-			after:  head(0) + prefix(" [vec=4]") + steps,
+			after:  head(0) + prefix(" [vec=4 uniform]") + steps,
 		},
 		{
 			name:   "lds sizes the wave exchange",
 			setup:  amaxTile,
 			pass:   "lds",
-			before: head(0) + prefix(" [vec=4]") + steps,
-			after:  head(16) + prefix(" [vec=4]") + steps,
+			before: head(0) + prefix(" [vec=4 uniform]") + steps,
+			after:  head(16) + prefix(" [vec=4 uniform]") + steps,
 		},
 	}
 	for _, tt := range tests {

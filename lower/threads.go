@@ -134,16 +134,29 @@ func lowerConvert(f *ir.Func, _ *Config) error {
 				pitch += max(16/x.Type.DType.Bytes(), 1)
 			}
 			st := f.NewValue(ir.OpLDSStore, ir.Type{}, x)
-			st.Pitch, st.Pos = pitch, v.Pos
+			st.Pitch, st.Pos, st.Vec = pitch, v.Pos, ldsVec(x.Type)
 			b.Insert(i, st)
 			b.Insert(i+1, barrier(f, v.Pos))
-			v.Op, v.Args, v.Pitch = ir.OpLDSLoad, nil, pitch
+			v.Op, v.Args, v.Pitch, v.Vec = ir.OpLDSLoad, nil, pitch, ldsVec(v.Type)
 			b.Insert(i+3, barrier(f, v.Pos))
 			i += 3
 		}
 	}
 	visit(f.Entry)
 	return nil
+}
+
+// ldsVec is how many consecutive elements a lane can move to or from LDS at
+// once: those it holds along the last axis, which is contiguous in the
+// buffer (the row pitch keeps every row 16-byte aligned), up to 16 bytes.
+func ldsVec(t ir.Type) int {
+	l := t.Layout
+	last := t.Rank() - 1
+	if last < 0 || l.Order[0] != l.BaseDim(last) {
+		return 1
+	}
+	_, spt, _, _, _ := l.Geometry(t.Shape)
+	return max(1, min(spt[l.BaseDim(last)], 16/t.DType.Bytes(), t.Shape[last]))
 }
 
 func barrier(f *ir.Func, p ir.Pos) *ir.Value {
@@ -179,6 +192,13 @@ func vectorize(f *ir.Func, cfg *Config) error {
 			vec--
 		}
 		v.Vec = max(vec, 1)
+		// A mask constant over each vector lets one test guard the whole
+		// access: no per-element fallback (Triton's predicated vectors).
+		mask := v.Args[1]
+		if v.Op == ir.OpStore {
+			mask = v.Args[2]
+		}
+		v.UniformMask = v.Vec > 1 && info[mask].constant[ax] >= v.Vec
 	})
 	return nil
 }

@@ -44,6 +44,7 @@ func Specials(f *fp8.Format) []float32 {
 	max := f.Max
 	return []float32{
 		0, float32(math.Copysign(0, -1)), inf, -inf, nan,
+		math.Float32frombits(0x7f810000), math.Float32frombits(0xff800001), // signaling NaNs (bf16 0x7f81 is one)
 		math.Float32frombits(1), -math.Float32frombits(0x7FFFFF), // f32 subnormals
 		math.Float32frombits(0x00010000), // bf16 subnormal
 		max, -max, math.Nextafter32(max, inf), max * 1.0625, 1e30, -3e38,
