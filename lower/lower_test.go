@@ -297,11 +297,14 @@ func TestLowerPasses(t *testing.T) {
 				if st.Args[0].Op != ir.OpTrans {
 					t.Errorf("LDS holds %s; want the transposed tile", st.Args[0].LongString())
 				}
-				// [16,64] fp8 rows padded by 16 bytes.
-				if st.Pitch != 64+16 || ld.Pitch != st.Pitch || st.Aux != ld.Aux {
-					t.Errorf("%s / %s: want pitch 80 and one offset", st.LongString(), ld.LongString())
+				// [16,64] fp8 rows padded by 4 bytes: an odd number of words.
+				if st.Pitch != 64+4 || ld.Pitch != st.Pitch || st.Aux != ld.Aux {
+					t.Errorf("%s / %s: want pitch 68 and one offset", st.LongString(), ld.LongString())
 				}
-				if want := 16 * (64 + 16) * 1; l.f.LDSBytes != want {
+				if ld.Vec != 4 {
+					t.Errorf("%s: want one-word LDS reads (vec=4)", ld.LongString())
+				}
+				if want := 16 * (64 + 4) * 1; l.f.LDSBytes != want {
 					t.Errorf("LDS %d bytes; want %d", l.f.LDSBytes, want)
 				}
 				store := only(t, l.f, ir.OpStore)

@@ -115,8 +115,10 @@ func replace(f *ir.Func, old, nu *ir.Value) {
 //	v = lds_load  [offset pitch]   each lane reads the elements it needs
 //	barrier                        so the buffer may be written again
 //
-// Rows of a 2-D buffer are padded by 16 bytes: lanes that walk down a column
-// then fall in different banks.
+// Rows of a 2-D buffer are padded by 4 bytes, so that a row is an odd number
+// of words long: lanes that walk down a column (the transposing write) fall
+// in different banks, and lanes reading words along rows do too. That keeps
+// vector LDS accesses to one word (see ldsVec).
 func lowerConvert(f *ir.Func, _ *Config) error {
 	var visit func(b *ir.Block)
 	visit = func(b *ir.Block) {
@@ -131,7 +133,7 @@ func lowerConvert(f *ir.Func, _ *Config) error {
 			x := v.Args[0]
 			pitch := x.Type.Shape[len(x.Type.Shape)-1]
 			if x.Type.Rank() == 2 {
-				pitch += max(16/x.Type.DType.Bytes(), 1)
+				pitch += max(4/x.Type.DType.Bytes(), 1)
 			}
 			st := f.NewValue(ir.OpLDSStore, ir.Type{}, x)
 			st.Pitch, st.Pos, st.Vec = pitch, v.Pos, ldsVec(x.Type)
@@ -148,7 +150,7 @@ func lowerConvert(f *ir.Func, _ *Config) error {
 
 // ldsVec is how many consecutive elements a lane can move to or from LDS at
 // once: those it holds along the last axis, which is contiguous in the
-// buffer (the row pitch keeps every row 16-byte aligned), up to 16 bytes.
+// buffer, up to one word (the row pitch keeps rows word-aligned, not more).
 func ldsVec(t ir.Type) int {
 	l := t.Layout
 	last := t.Rank() - 1
@@ -156,7 +158,7 @@ func ldsVec(t ir.Type) int {
 		return 1
 	}
 	_, spt, _, _, _ := l.Geometry(t.Shape)
-	return max(1, min(spt[l.BaseDim(last)], 16/t.DType.Bytes(), t.Shape[last]))
+	return max(1, min(spt[l.BaseDim(last)], 4/t.DType.Bytes(), t.Shape[last]))
 }
 
 func barrier(f *ir.Func, p ir.Pos) *ir.Value {

@@ -155,10 +155,14 @@ func regPressure(f *ir.Func) int {
 		}
 		last[v] = max(last[v], p)
 	}
+	remat := rematerializable(f)
 	live := make([]int, n+1)
 	for v, p := range pos {
 		if v.Op == ir.OpParam || v.Op == ir.OpSize || v.Op == ir.OpConst {
 			continue // uniform: scalar registers on AMD, constant bank on NVIDIA
+		}
+		if remat[v] {
+			continue // index arithmetic: the compiler folds it into addresses or recomputes it
 		}
 		r := regs(v)
 		for i := p; i <= last[v] && i < len(live); i++ {
@@ -208,4 +212,32 @@ func inside(v, loop *ir.Value) bool {
 		b = b.Parent.Block
 	}
 	return false
+}
+
+// rematerializable marks integer and bool tiles computed only from indices
+// (arange, program ids, sizes, constants) by cheap arithmetic: compilers
+// fold them into address offsets or recompute them rather than keep them.
+func rematerializable(f *ir.Func) map[*ir.Value]bool {
+	m := map[*ir.Value]bool{}
+	f.Walk(func(v *ir.Value) {
+		switch v.Op {
+		case ir.OpArange, ir.OpConst, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms:
+			m[v] = true
+			return
+		case ir.OpSplat, ir.OpExpandDims, ir.OpBroadcast, ir.OpAdd, ir.OpSub, ir.OpMul,
+			ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe, ir.OpAnd, ir.OpOr:
+		default:
+			return
+		}
+		if k := v.Type.DType.K; k != ir.KI32 && k != ir.KBool {
+			return
+		}
+		for _, a := range v.Args {
+			if !m[a] {
+				return
+			}
+		}
+		m[v] = true
+	})
+	return m
 }
