@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/go-cmp v0.7.0
+	golang.org/x/tools v0.52.0
 	gonum.org/v1/plot v0.17.0
 )
 

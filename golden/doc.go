@@ -12,8 +12,7 @@
 //	                   predicted: threads, LDS bytes, registers per lane
 //	<kernel>.hip       the full emitted source, as the runtime compiles it
 //
-// The archives are in the txtar format of golang.org/x/tools/txtar (read
-// and written here by a few lines of this package's tests): a comment, then
+// The archives are txtar files (golang.org/x/tools/txtar): a comment, then
 // each file as a "-- name --" line followed by its text.
 //
 // The tests:

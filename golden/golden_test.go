@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/tools/txtar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ type goldenCase struct {
 	target  *target.Target
 	plan    *ops.Plan
 	kernels []*emit.Kernel // one per plan step, in launch order
-	archive *archive
+	archive *txtar.Archive
 }
 
 func (c *goldenCase) path() string { return filepath.Join("testdata", c.name+".txtar") }
@@ -91,7 +92,7 @@ func (c *goldenCase) build() error {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
 	c.plan = p
-	c.archive = &archive{comment: fmt.Sprintf(
+	c.archive = &txtar.Archive{Comment: fmt.Appendf(nil,
 		"Golden HIP of op %s on %s (%s), shape %v, input %v, %s family, pow2 scales %v.\n"+
 			"Written by `go test ./golden -update`; review a diff of this file like code.\n",
 		op.Name, tg.Name, p.Format.Name, shape, o.In, o.Family, o.Pow2)}
@@ -101,9 +102,9 @@ func (c *goldenCase) build() error {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		c.kernels = append(c.kernels, k)
-		c.archive.files = append(c.archive.files,
-			file{name: k.Name + ".schedule", data: scheduleText(s)},
-			file{name: k.Name + ".hip", data: k.Source})
+		c.archive.Files = append(c.archive.Files,
+			txtar.File{Name: k.Name + ".schedule", Data: []byte(withNewline(scheduleText(s)))},
+			txtar.File{Name: k.Name + ".hip", Data: []byte(withNewline(k.Source))})
 	}
 	return nil
 }
@@ -177,7 +178,7 @@ func TestGolden(t *testing.T) {
 
 			got := c.archive
 			if *update {
-				if err := os.WriteFile(c.path(), got.format(), 0o644); err != nil {
+				if err := os.WriteFile(c.path(), txtar.Format(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
@@ -186,21 +187,21 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (go test ./golden -update writes it)", err)
 			}
-			want := parseArchive(data)
+			want := txtar.Parse(data)
 			if diff := cmp.Diff(fileNames(want), fileNames(got)); diff != "" {
 				t.Errorf("%s: files (-want +got):\n%s", c.path(), diff)
 			}
-			if diff := cmp.Diff(want.comment, got.comment); diff != "" {
+			if diff := cmp.Diff(string(want.Comment), string(got.Comment)); diff != "" {
 				t.Errorf("%s: comment (-want +got):\n%s", c.path(), diff)
 			}
-			for _, f := range got.files {
-				w, ok := want.lookup(f.name)
+			for _, f := range got.Files {
+				w, ok := lookup(want, f.Name)
 				if !ok {
 					continue // reported with the file names
 				}
 				// Lines, so that a diff shows whole source lines.
-				if diff := cmp.Diff(strings.Split(w, "\n"), strings.Split(withNewline(f.data), "\n")); diff != "" {
-					t.Errorf("%s: %s (-want +got):\n%s", c.path(), f.name, diff)
+				if diff := cmp.Diff(strings.Split(w, "\n"), strings.Split(string(f.Data), "\n")); diff != "" {
+					t.Errorf("%s: %s (-want +got):\n%s", c.path(), f.Name, diff)
 				}
 			}
 			if t.Failed() {
@@ -210,10 +211,28 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func fileNames(a *archive) []string {
+func fileNames(a *txtar.Archive) []string {
 	var n []string
-	for _, f := range a.files {
-		n = append(n, f.name)
+	for _, f := range a.Files {
+		n = append(n, f.Name)
 	}
 	return n
+}
+
+// lookup returns the data of the archive's file called name.
+func lookup(a *txtar.Archive, name string) (string, bool) {
+	for _, f := range a.Files {
+		if f.Name == name {
+			return string(f.Data), true
+		}
+	}
+	return "", false
+}
+
+// withNewline ends a non-empty text with a newline, as txtar requires.
+func withNewline(s string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s
 }
