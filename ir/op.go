@@ -10,23 +10,23 @@ type Op uint8
 const (
 	OpInvalid Op = iota
 
-	// v = param "x" <ptr<bf16>>: a pointer argument of the kernel.
+	// v = param ["x"] <ptr<bf16>>: a pointer argument of the kernel.
 	OpParam
-	// v = size "M" <i32>: an integer argument of the kernel (a problem size).
+	// v = size ["M"] <i32>: an integer argument of the kernel (a problem size).
 	OpSize
-	// v = program_id [axis]: the index of this program (block) in the grid.
+	// v = program_id [axis] <i32>: the index of this program (block) in the grid.
 	OpProgramID
-	// v = num_programs [axis]: the grid's extent along axis.
+	// v = num_programs [axis] <i32>: the grid's extent along axis.
 	OpNumPrograms
-	// v = const [c]: a scalar constant.
+	// v = const [c] <t>: a scalar constant.
 	OpConst
-	// v = arange [n]: the i32 tile 0, 1, …, n-1.
+	// v = arange [n] <tile<nxi32>>: the i32 tile 0, 1, …, n-1.
 	OpArange
-	// v = splat x: a scalar copied into every element of a tile.
+	// v = splat <t> x: a scalar copied into every element of a tile.
 	OpSplat
-	// v = expand_dims x [axis]: a new axis of extent 1.
+	// v = expand_dims [axis] <t> x: a new axis of extent 1.
 	OpExpandDims
-	// v = broadcast x: axes of extent 1 stretched to the result's shape.
+	// v = broadcast <t> x: axes of extent 1 stretched to the result's shape.
 	OpBroadcast
 
 	// v = add x y
@@ -75,40 +75,40 @@ const (
 	OpWhere
 	// v = ptr_add p offs: p advanced by offs elements.
 	OpPtrAdd
-	// v = load p mask other: elements at p where mask, other elsewhere.
+	// v = load [vec=n uniform] <t> p mask other: elements at p where mask, other elsewhere.
 	OpLoad
-	// store p x mask
+	// store [vec=n uniform] p x mask
 	OpStore
-	// atomic_max p x mask [order scope]: atomic maximum at p, per element.
+	// atomic_max [order scope] p x mask: atomic maximum at p, per element.
 	OpAtomicMax
-	// atomic_add p x mask [order scope]
+	// atomic_add [order scope] p x mask
 	OpAtomicAdd
-	// v = reduce x [axis kind]: the reduction of axis of x.
+	// v = reduce [axis=a kind] <t> x: the reduction of axis a of x.
 	OpReduce
-	// v = trans x: a 2-D transpose.
+	// v = trans <t> x: a 2-D transpose.
 	OpTrans
-	// for lo hi step inits…: a counted loop whose body carries values.
+	// v = for lo hi step inits… (vars) {body}: a counted loop whose body carries values.
 	OpFor
-	// v = loop_var [i]: in a loop body, the induction variable (0) or carried value i.
+	// v = loop_var [i] <t>: in a loop body, the induction variable (0) or carried value i.
 	OpLoopVar
 	// yield xs…: the carried values for the next iteration.
 	OpYield
-	// v = for_result f [i]: carried value i after loop f.
+	// v = for_result [i] <t> f: carried value i after loop f.
 	OpForResult
 
-	// v = convert x: the same tile in another layout (lowered through LDS).
+	// v = convert <t> x: the same tile in another layout (lowered through LDS).
 	OpConvert
-	// lds_store x [offset pitch]: each lane writes the elements it owns to LDS.
+	// lds_store [offset=o pitch=p vec=n] x: each lane writes the elements it owns to LDS.
 	OpLDSStore
-	// v = lds_load [offset pitch]: each lane reads its elements from LDS.
+	// v = lds_load [offset=o pitch=p vec=n] <t>: each lane reads its elements from LDS.
 	OpLDSLoad
 	// barrier: every lane of the block waits here (LDS accesses before it are visible after).
 	OpBarrier
-	// v = reduce_lanes x [axis kind]: a lane folds its own registers along axis.
+	// v = reduce_lanes [axis=a kind] <t> x: a lane folds its own registers along axis a.
 	OpReduceLanes
-	// v = reduce_wave x [axis kind]: butterfly shuffles across the lanes of a wave along axis.
+	// v = reduce_wave [axis=a kind] <t> x: butterfly shuffles across the lanes of a wave along axis a.
 	OpReduceWave
-	// v = reduce_waves x [axis kind offset]: wave partials exchanged through LDS.
+	// v = reduce_waves [axis=a kind] <t> x: wave partials exchanged through LDS.
 	OpReduceWaves
 
 	numOps

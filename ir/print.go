@@ -93,10 +93,8 @@ func (v *Value) attrs() string {
 		}
 	case OpArange, OpLoopVar, OpForResult, OpProgramID, OpNumPrograms, OpExpandDims:
 		a = append(a, strconv.FormatInt(v.Aux, 10))
-	case OpReduce, OpReduceLanes, OpReduceWave:
+	case OpReduce, OpReduceLanes, OpReduceWave, OpReduceWaves:
 		a = append(a, "axis="+strconv.FormatInt(v.Aux, 10), v.Red.String())
-	case OpReduceWaves:
-		a = append(a, "axis="+strconv.FormatInt(v.Aux, 10), v.Red.String(), "lds="+strconv.Itoa(v.Pitch))
 	case OpAtomicMax, OpAtomicAdd:
 		a = append(a, v.Order.String(), v.Scope.String())
 	case OpLDSStore, OpLDSLoad:

@@ -576,7 +576,7 @@ func TestPassGolden(t *testing.T) {
 `
 	steps := `  v15 = reduce_lanes [axis=0 max] <f32> v11
   v16 = reduce_wave [axis=0 max] <f32> v15
-  v17 = reduce_waves [axis=0 max lds=0] <f32> v16
+  v17 = reduce_waves [axis=0 max] <f32> v16
   v13 = const [1] <i1>
   atomic_max [relaxed agent] v2 v17 v13
 }
