@@ -131,7 +131,7 @@ func TestPrintValue(t *testing.T) {
 		{iv, "v14 = loop_var [0] <i32>"},
 		{carried[0], "v15 = loop_var [1] <tile<4xf32>>"},
 		{lds, "lds_store [offset=256 pitch=72] v17"},
-		{red, "v25 = reduce_waves [axis=0 max lds=0] <f32> v17"},
+		{red, "v25 = reduce_waves [axis=0 max] <f32> v17"},
 		{q, "v26 = cast <tile<4xe4m3fn>> v17"},
 		{pid, "v27 = program_id [1] <i32>"},
 		{big, "v28 = const [1e-12] <f32>"},
