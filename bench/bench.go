@@ -34,6 +34,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
 )
 
 // Implementation names used in Row.Impl.
@@ -101,7 +103,7 @@ func WriteJSON(path string, rows []Row) error {
 		return err
 	}
 	b = append(b, '\n')
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})

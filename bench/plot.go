@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -13,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
 )
 
 // plotImpls are the implementations Plot draws, in the order of the bars in
@@ -91,7 +91,7 @@ func Plot(rows []Row, path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, func(f io.Writer) error {
+	return atomicfile.Write(path, func(f io.Writer) error {
 		_, err := wt.WriteTo(f)
 		return err
 	})
@@ -105,33 +105,4 @@ func firstGPU(rows []Row) string {
 		}
 	}
 	return ""
-}
-
-// writeFileAtomic writes path through a temporary file in the same
-// directory, synced and then renamed over path, so that path never holds a
-// half-written file.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

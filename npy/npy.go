@@ -34,9 +34,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
 )
 
 // Supported dtypes, as NumPy spells them in the header's 'descr'.
@@ -336,35 +337,7 @@ func WriteFile(path string, a *Array) error {
 	if err := a.check(); err != nil {
 		return err
 	}
-	return writeAtomic(path, func(w io.Writer) error { return Write(w, a) })
-}
-
-// writeAtomic writes path through a temporary file in the same directory,
-// renamed over path once complete and synced.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, a) })
 }
 
 // formatHeader returns the header of a as NumPy writes it, padded with

@@ -26,6 +26,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -150,7 +151,7 @@ func (op *Op) CheckShape(sh Shape, o Options) error {
 		}
 	}
 	for n := range sh {
-		if !contains(op.Sizes, n) {
+		if !slices.Contains(op.Sizes, n) {
 			return fmt.Errorf("%s: unknown size %s (want %s)", op.Name, n, strings.Join(op.Sizes, ","))
 		}
 	}
@@ -164,15 +165,6 @@ func (op *Op) CheckShape(sh Shape, o Options) error {
 		return fmt.Errorf("%s: input type %v: want bf16 or f32", op.Name, o.In)
 	}
 	return nil
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Step is one planned launch.

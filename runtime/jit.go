@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -304,42 +305,11 @@ func (e entry) write(bin []byte, log string) error {
 	return writeAtomic(e.dir, e.key+e.ext, bin)
 }
 
-// writeAtomic writes dir/name through a temporary file in dir, fsynced and
-// renamed into place: readers see the whole file or none, and an
-// interrupted write leaves at most a .tmp-* file that no reader opens.
-func writeAtomic(dir, name string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
-	if err != nil {
-		return fmt.Errorf("runtime: JIT cache: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-			err = fmt.Errorf("runtime: JIT cache: writing %s: %w", filepath.Join(dir, name), err)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	// Make the rename durable too; not every file system allows it.
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
+// writeAtomic writes dir/name so that readers see the whole file or none;
+// an interrupted write leaves at most a hidden temporary file no reader opens.
+func writeAtomic(dir, name string, data []byte) error {
+	if err := atomicfile.WriteFile(filepath.Join(dir, name), data); err != nil {
+		return fmt.Errorf("runtime: JIT cache: writing %s: %w", filepath.Join(dir, name), err)
 	}
 	return nil
 }

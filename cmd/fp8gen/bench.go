@@ -13,6 +13,7 @@ import (
 
 	"github.com/fp8gen/fp8gen/backend"
 	"github.com/fp8gen/fp8gen/bench"
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/schedule"
 )
@@ -152,7 +153,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	table := bench.Table(rows)
-	if err := writeAtomic(base+".md", []byte(fmt.Sprintf("# fp8gen bench, %s, %s\n\n%s", gpu, date, table))); err != nil {
+	if err := atomicfile.WriteFile(base+".md", []byte(fmt.Sprintf("# fp8gen bench, %s, %s\n\n%s", gpu, date, table))); err != nil {
 		return err
 	}
 	if err := bench.Plot(rows, base+".png"); err != nil {

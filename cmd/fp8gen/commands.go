@@ -7,16 +7,19 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/fp8gen/fp8gen/backend"
 	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
 )
 
 func cmdIR(args []string, stdout, stderr io.Writer) error {
@@ -29,7 +32,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *after != "" && !contains(lower.PassNames(), *after) {
+	if *after != "" && !slices.Contains(lower.PassNames(), *after) {
 		return usagef("--after %q: passes are %s", *after, strings.Join(lower.PassNames(), ", "))
 	}
 	t, err := lookupTarget(of.target)
@@ -73,15 +76,6 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("emit", "emit OP --target T [--shape M=…,K=…] [--schedule k=v,…] [-o FILE]", stderr)
 	var of opFlags
@@ -92,7 +86,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if of.target == "" {
-		return usagef("--target is required (one of %s)", strings.Join(targetNames(), ", "))
+		return usagef("--target is required (one of %s)", strings.Join(target.Names(), ", "))
 	}
 	t, err := lookupTarget(of.target)
 	if err != nil {
@@ -116,40 +110,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 		_, err := io.WriteString(stdout, u.Source)
 		return err
 	}
-	return writeAtomic(*out, []byte(u.Source))
-}
-
-// writeAtomic writes through a temporary file in the same folder and a
-// rename: the file is either the old one or the whole new one.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-func targetNames() []string {
-	var n []string
-	for _, x := range []string{"gfx942", "gfx950", "sm_90"} {
-		n = append(n, x)
-	}
-	return n
+	return atomicfile.WriteFile(*out, []byte(u.Source))
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -346,7 +307,7 @@ func writeOutputs(dir string, out map[string]*ops.Tensor) error {
 		if err := npy.Write(&buf, a); err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(dir, n+".npy"), buf.Bytes()); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, n+".npy"), buf.Bytes()); err != nil {
 			return err
 		}
 	}
