@@ -54,19 +54,6 @@ func (c CPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
 	return Stats{Elapsed: time.Since(start)}, nil
 }
 
-// AllTensors returns the inputs with freshly allocated outputs (zeroed) added.
-func AllTensors(p *ops.Plan, in map[string]*ops.Tensor) (all, out map[string]*ops.Tensor) {
-	out = ops.Tensors(p.Op.Outputs(p.Shape, p.Options, p.Format))
-	all = map[string]*ops.Tensor{}
-	for k, v := range in {
-		all[k] = v
-	}
-	for k, v := range out {
-		all[k] = v
-	}
-	return all, out
-}
-
 // GPU runs plans on a device.
 type GPU struct {
 	Dev      *runtime.Device
@@ -347,36 +334,4 @@ func (g *GPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
 	}
 	pr.Stats.Elapsed, err = runtime.Elapsed(start, end)
 	return pr.Stats, err
-}
-
-// Compare checks outputs against the reference bit for bit and describes
-// the first difference of each tensor.
-func Compare(want, got map[string]*ops.Tensor) error {
-	var errs []error
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		w, g := want[n], got[n]
-		if g == nil {
-			errs = append(errs, fmt.Errorf("%s: missing", n))
-			continue
-		}
-		bad, first := 0, -1
-		for i := range w.Data {
-			if w.Data[i] != g.Data[i] {
-				bad++
-				if first < 0 {
-					first = i
-				}
-			}
-		}
-		if bad > 0 {
-			errs = append(errs, fmt.Errorf("%s: %d of %d bytes differ from the reference; first at byte %d (element %d): want %#02x, got %#02x",
-				n, bad, len(w.Data), first, first/w.DType.Bytes(), w.Data[first], g.Data[first]))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -45,11 +45,11 @@ func TestGPUOpsMatchReference(t *testing.T) {
 						}
 						in := ops.Inputs(op, sh, o, p.Format, 11, adv)
 						want := op.Reference(in, sh, o, p.Format)
-						all, out := AllTensors(p, in)
+						all, out := p.WithOutputs(in)
 						if _, err := g.Run(p, all); err != nil {
 							t.Fatal(err)
 						}
-						if err := Compare(want, out); err != nil {
+						if err := ops.Compare(want, out); err != nil {
 							t.Error(err)
 						}
 					})
@@ -72,11 +72,11 @@ func TestGPUEverySchedule(t *testing.T) {
 					t.Skipf("infeasible: %v", err)
 				}
 				in := ops.Inputs(op, sh, p.Options, p.Format, 5, true)
-				all, out := AllTensors(p, in)
+				all, out := p.WithOutputs(in)
 				if _, err := g.Run(p, all); err != nil {
 					t.Fatal(err)
 				}
-				if err := Compare(op.Reference(in, sh, p.Options, p.Format), out); err != nil {
+				if err := ops.Compare(op.Reference(in, sh, p.Options, p.Format), out); err != nil {
 					t.Error(err)
 				}
 			})
@@ -100,7 +100,7 @@ func TestGFX942ScalesAgainst240(t *testing.T) {
 		t.Fatalf("gfx942 plan uses %s (max %v), want e4m3fnuz (max 240)", p.Format.Name, p.Format.Max)
 	}
 	in := ops.Inputs(op, sh, p.Options, p.Format, 1, false)
-	all, out := AllTensors(p, in)
+	all, out := p.WithOutputs(in)
 	if _, err := (CPU{T: tg}).Run(p, all); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -323,4 +324,50 @@ func pow2AtLeast(n int) int {
 		p *= 2
 	}
 	return p
+}
+
+// WithOutputs returns the inputs with the plan's outputs, freshly allocated
+// and zeroed, added; and the outputs alone.
+func (p *Plan) WithOutputs(in map[string]*Tensor) (all, out map[string]*Tensor) {
+	out = Tensors(p.Op.Outputs(p.Shape, p.Options, p.Format))
+	all = map[string]*Tensor{}
+	for k, v := range in {
+		all[k] = v
+	}
+	for k, v := range out {
+		all[k] = v
+	}
+	return all, out
+}
+
+// Compare checks outputs against the reference bit for bit and describes
+// the first difference of each tensor.
+func Compare(want, got map[string]*Tensor) error {
+	var errs []error
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w, g := want[n], got[n]
+		if g == nil {
+			errs = append(errs, fmt.Errorf("%s: missing", n))
+			continue
+		}
+		bad, first := 0, -1
+		for i := range w.Data {
+			if w.Data[i] != g.Data[i] {
+				bad++
+				if first < 0 {
+					first = i
+				}
+			}
+		}
+		if bad > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d of %d bytes differ from the reference; first at byte %d (element %d): want %#02x, got %#02x",
+				n, bad, len(w.Data), first, first/w.DType.Bytes(), w.Data[first], g.Data[first]))
+		}
+	}
+	return errors.Join(errs...)
 }

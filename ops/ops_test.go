@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
@@ -15,14 +14,7 @@ import (
 // runInterp runs a plan's kernels in the CPU interpreter.
 func runInterp(t *testing.T, p *Plan, in map[string]*Tensor) map[string]*Tensor {
 	t.Helper()
-	out := Tensors(p.Op.Outputs(p.Shape, p.Options, p.Format))
-	all := map[string]*Tensor{}
-	for k, v := range in {
-		all[k] = v
-	}
-	for k, v := range out {
-		all[k] = v
-	}
+	all, out := p.WithOutputs(in)
 	for _, s := range p.Steps {
 		args, err := s.Args(p.Shape, all)
 		if err != nil {
@@ -37,20 +29,8 @@ func runInterp(t *testing.T, p *Plan, in map[string]*Tensor) map[string]*Tensor 
 
 func compare(t *testing.T, want, got map[string]*Tensor) {
 	t.Helper()
-	for name, w := range want {
-		g := got[name]
-		if !bytes.Equal(w.Data, g.Data) {
-			n, first := 0, -1
-			for i := range w.Data {
-				if w.Data[i] != g.Data[i] {
-					n++
-					if first < 0 {
-						first = i
-					}
-				}
-			}
-			t.Errorf("%s: %d of %d bytes differ; first at byte %d: want %#x got %#x", name, n, len(w.Data), first, w.Data[first], g.Data[first])
-		}
+	if err := Compare(want, got); err != nil {
+		t.Error(err)
 	}
 }
 

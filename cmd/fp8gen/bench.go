@@ -88,7 +88,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		in := ops.Inputs(j.op, p.Shape, p.Options, p.Format, 1, false)
-		all, out := backend.AllTensors(p, in)
+		all, out := p.WithOutputs(in)
 		pr, err := g.Prepare(context.Background(), p, all)
 		if err != nil {
 			return err
@@ -103,7 +103,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if err := pr.Download(all); err != nil {
 				return err
 			}
-			if err := backend.Compare(j.op.Reference(in, p.Shape, p.Options, p.Format), out); err != nil {
+			if err := ops.Compare(j.op.Reference(in, p.Shape, p.Options, p.Format), out); err != nil {
 				return fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
 			}
 		}
@@ -259,7 +259,7 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 			continue
 		}
 		in := ops.Inputs(j.op, p.Shape, p.Options, p.Format, 1, false)
-		all, _ := backend.AllTensors(p, in)
+		all, _ := p.WithOutputs(in)
 		pr, err := g.Prepare(context.Background(), p, all)
 		if err != nil {
 			return nil, err

@@ -194,13 +194,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		copy(t.Data, a.Data)
 	}
-	all, out := backend.AllTensors(p, in)
+	all, out := p.WithOutputs(in)
 	st, err := be.Run(p, all)
 	if err != nil {
 		return err
 	}
 	want := op.Reference(in, p.Shape, p.Options, p.Format)
-	mismatch := backend.Compare(want, out)
+	mismatch := ops.Compare(want, out)
 
 	// Report.
 	bytes := 0
