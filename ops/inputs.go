@@ -28,7 +28,11 @@ func Inputs(op *Op, sh Shape, o Options, f *fp8.Format, seed uint64, adversarial
 		}
 		for i, v := range vals {
 			if t.DType.K == ir.KBF16 {
-				binary.LittleEndian.PutUint16(t.Data[2*i:], ir.F32ToBF16(v))
+				h := ir.F32ToBF16(v)
+				if v != v { // keep the NaN's kind: 0x7f810000 stands for bf16's signaling 0x7f81
+					h = uint16(math.Float32bits(v) >> 16)
+				}
+				binary.LittleEndian.PutUint16(t.Data[2*i:], h)
 			} else {
 				binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(v))
 			}
@@ -81,5 +85,17 @@ func plant(v []float32, m, k int, f *fp8.Format, r *rand.Rand) {
 	}
 	if k > 3 {
 		v[(m/2)*k+3] = float32(math.Inf(-1))
+	}
+	// Every special at least once, in row 0 past the filled columns (then
+	// wrapping into the last rows), however small the tensor.
+	for j, x := range sp {
+		i := 3 + j
+		if i >= len(v) {
+			break
+		}
+		if i >= k { // row 0 is full: take the last row, then the one before
+			i = len(v) - 1 - (i - k)
+		}
+		v[i] = x
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"sort"
 	"strings"
@@ -139,6 +140,10 @@ func Names() []string {
 	return n
 }
 
+// MaxElems is the most elements a tensor may have: kernels index with i32
+// and step up to one tile (at most 65536 elements) past the last one.
+const MaxElems = math.MaxInt32 - 65535
+
 // CheckShape validates a problem size: every size given, positive, and
 // small enough for the 32-bit indexing the kernels use.
 func (op *Op) CheckShape(sh Shape, o Options) error {
@@ -157,9 +162,13 @@ func (op *Op) CheckShape(sh Shape, o Options) error {
 		}
 	}
 	for _, s := range op.Inputs(sh, o) {
-		elems := s.Bytes() / s.DType.Bytes()
-		if elems >= math.MaxInt32 {
-			return fmt.Errorf("%s: %s has %d elements: more than 32-bit indexing allows (%d)", op.Name, s.Name, elems, math.MaxInt32-1)
+		// Offsets are i32 and run up to a tile past the last element.
+		elems := big.NewInt(1)
+		for _, d := range s.Shape {
+			elems.Mul(elems, big.NewInt(int64(d)))
+		}
+		if elems.Cmp(big.NewInt(MaxElems)) > 0 {
+			return fmt.Errorf("%s: %s of shape %v has %v elements: too many for the kernels' 32-bit indexing (at most %d)", op.Name, s.Name, s.Shape, elems, MaxElems)
 		}
 	}
 	if o.In != ir.BF16 && o.In != ir.F32 {

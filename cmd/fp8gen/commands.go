@@ -43,6 +43,13 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var names []string
+	for _, s := range p.Steps {
+		names = append(names, s.Func.Name)
+	}
+	if *kernel != "" && !slices.Contains(names, *kernel) {
+		return usagef("--kernel %s: %s has the kernels %s", *kernel, name, strings.Join(names, ", "))
+	}
 	for _, s := range p.Steps {
 		if *kernel != "" && s.Func.Name != *kernel {
 			continue
@@ -140,10 +147,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if len(x.Shape) != 2 {
 			return usagef("--in x: shape %v: want 2 dimensions (M, K)", x.Shape)
 		}
-		fileShape := fmt.Sprintf("M=%d,K=%d", x.Shape[0], x.Shape[1])
+		fileShape := ops.Shape{"M": x.Shape[0], "K": x.Shape[1]}
 		if of.shape == "" {
-			of.shape = fileShape
-		} else if sh, err := parseShape(of.shape); err != nil || sh.String() != fileShape {
+			of.shape = fileShape.String()
+		} else if sh, err := parseShape(of.shape); err != nil || sh.String() != fileShape.String() {
 			return usagef("--shape %s does not match x's shape %v in the file", of.shape, x.Shape)
 		}
 		of.in = map[string]string{"<f4": "f32", "<u2": "bf16"}[x.Dtype]

@@ -1,0 +1,654 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/backend"
+	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/lower"
+	"github.com/fp8gen/fp8gen/npy"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// The test binary doubles as the command when FP8GEN_TEST_ARGS is set (the
+// arguments separated by \x1f), optionally under a file size limit of
+// FP8GEN_TEST_FSIZE bytes: that is how a write is made to fail midway even
+// for root, who ignores file permissions.
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("FP8GEN_TEST_ARGS"); ok {
+		if s := os.Getenv("FP8GEN_TEST_FSIZE"); s != "" {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				panic(err)
+			}
+			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+				panic(err)
+			}
+		}
+		os.Exit(Main(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// fp8gen runs Main in-process.
+func fp8gen(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Main(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// want checks the exit status and that text holds every string.
+func want(t *testing.T, args []string, code, wantCode int, text string, subs ...string) {
+	t.Helper()
+	if code != wantCode {
+		t.Errorf("fp8gen %s: exit %d, want %d; output:\n%s", strings.Join(args, " "), code, wantCode, text)
+	}
+	for _, s := range subs {
+		if !strings.Contains(text, s) {
+			t.Errorf("fp8gen %s: output does not contain %q:\n%s", strings.Join(args, " "), s, text)
+		}
+	}
+}
+
+var gpu = sync.OnceValue(func() bool {
+	g, err := backend.OpenGPU()
+	if err != nil {
+		return false
+	}
+	g.Close()
+	return true
+})
+
+// noGPU skips tests of the behaviour without a GPU on a machine with one.
+func noGPU(t *testing.T) {
+	t.Helper()
+	if gpu() {
+		t.Skip("a GPU is present")
+	}
+}
+
+// cpu forces the interpreter on a machine with a GPU, so that the test
+// checks the same thing everywhere; without one it leaves --device at auto.
+func cpu(args ...string) []string {
+	if gpu() {
+		return append(args, "--device", "cpu")
+	}
+	return args
+}
+
+func TestList(t *testing.T) {
+	code, out, errs := fp8gen(t, "list")
+	want(t, []string{"list"}, code, 0, out)
+	if errs != "" {
+		t.Errorf("stderr: %q", errs)
+	}
+	for _, n := range ops.Names() {
+		op, _ := ops.Lookup(n)
+		if !strings.Contains(out, "  "+n+" ") {
+			t.Errorf("list does not show op %s", n)
+		}
+		for _, k := range op.Kernels {
+			if !strings.Contains(out, k.Name) {
+				t.Errorf("list does not show kernel %s of %s", k.Name, n)
+			}
+		}
+	}
+	formats := map[string]string{"gfx942": "e4m3 = e4m3fnuz (max 240)", "gfx950": "e4m3 = e4m3fn (max 448)", "sm_90": "e4m3 = e4m3fn (max 448)"}
+	if len(target.Names()) != len(formats) {
+		t.Errorf("targets %v, the test knows %d", target.Names(), len(formats))
+	}
+	for _, n := range target.Names() {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  "+n+" ") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("list shows no line for target %s", n)
+			continue
+		}
+		if f, ok := formats[n]; !ok || !strings.Contains(line, f) {
+			t.Errorf("target line %q: want %q", line, f)
+		}
+	}
+	code, _, errs = fp8gen(t, "list", "extra")
+	want(t, []string{"list", "extra"}, code, 2, errs, "extra")
+}
+
+func TestHelp(t *testing.T) {
+	for _, a := range []string{"help", "--help", "-h"} {
+		code, out, _ := fp8gen(t, a)
+		want(t, []string{a}, code, 0, out, "Usage: fp8gen COMMAND", "list", "ir", "emit", "run", "bench")
+	}
+	code, out, _ := fp8gen(t)
+	want(t, nil, code, 2, out, "Usage: fp8gen COMMAND")
+	code, _, errs := fp8gen(t, "frobnicate")
+	want(t, []string{"frobnicate"}, code, 2, errs, `unknown command "frobnicate"`)
+	for _, c := range []string{"list", "ir", "emit", "run", "bench"} {
+		code, _, errs := fp8gen(t, c, "--help")
+		want(t, []string{c, "--help"}, code, 0, errs, "Usage: fp8gen "+c)
+	}
+	code, _, errs = fp8gen(t, "run", "--nosuchflag")
+	want(t, []string{"run", "--nosuchflag"}, code, 2, errs, "nosuchflag")
+}
+
+func TestIR(t *testing.T) {
+	args := []string{"ir", "rowwise_cast", "--shape", "M=5,K=33"}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "func rowwise_cast(", "reduce", "// fp8gen rowwise_cast (op rowwise_cast) for sm_90")
+	if strings.Contains(out, "vec=") {
+		t.Errorf("IR before lowering shows vec=:\n%s", out)
+	}
+
+	args = append(args, "--after", "vectorize")
+	code, out2, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out2+errs, "func rowwise_cast(", "vec=")
+	if out2 == out {
+		t.Error("--after vectorize prints the same IR as before lowering")
+	}
+
+	args = []string{"ir", "rowwise_cast", "--after", "nosuch"}
+	code, _, errs = fp8gen(t, args...)
+	want(t, args, code, 2, errs, append([]string{`"nosuch"`}, lower.PassNames()...)...)
+
+	// An op of two kernels prints both, or the one --kernel names.
+	args = []string{"ir", "colwise_cast", "--shape", "M=8,K=8", "--target", "gfx942"}
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "func colwise_amax(", "func colwise_cast(", "e4m3fnuz")
+	args = append(args, "--kernel", "colwise_cast")
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "func colwise_cast(")
+	if strings.Contains(out, "colwise_amax") {
+		t.Errorf("--kernel colwise_cast prints colwise_amax too")
+	}
+
+	for _, args := range [][]string{{"ir"}, {"ir", "nosuch"}, {"ir", "rowwise_cast", "--target", "sm_99"}, {"ir", "rowwise_cast", "--shape", "M=0,K=4"}} {
+		code, _, errs := fp8gen(t, args...)
+		want(t, args, code, 2, errs)
+		if errs == "" {
+			t.Errorf("fp8gen %v: no message", args)
+		}
+	}
+}
+
+func TestIRUnknownKernel(t *testing.T) {
+	args := []string{"ir", "rowwise_cast", "--shape", "M=5,K=33", "--kernel", "nosuch"}
+	code, _, errs := fp8gen(t, args...)
+	want(t, args, code, 2, errs, "nosuch", "rowwise_cast")
+}
+
+func TestEmitFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.hip")
+	args := []string{"emit", "rowwise_cast", "--target", "gfx942", "--shape", "M=64,K=256", "-o", path}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs)
+	if out != "" {
+		t.Errorf("emit -o wrote to stdout: %q", out)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, w := range []string{"#include <hip/hip_runtime.h>", "__launch_bounds__(", `extern "C"`, "rowwise_cast("} {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s does not contain %q", path, w)
+		}
+	}
+	comment := false
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "//") && strings.Contains(l, "op rowwise_cast") && strings.Contains(l, "gfx942") &&
+			strings.Contains(l, "e4m3fnuz") && strings.Contains(l, "schedule ") && strings.Contains(l, "WARPS=") {
+			comment = true
+		}
+	}
+	if !comment {
+		t.Errorf("%s has no comment line naming op, target, format and schedule:\n%s", path, s)
+	}
+	// The file is what stdout gets, and nothing else is left in the folder.
+	code, out, _ = fp8gen(t, args[:len(args)-2]...)
+	if code != 0 || out != s {
+		t.Errorf("emit to stdout (exit %d) differs from the file", code)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("folder holds %v, want k.hip alone", ents)
+	}
+	// Emitting again replaces the file.
+	args[3] = "sm_90"
+	code, _, errs = fp8gen(t, args...)
+	want(t, args, code, 0, errs)
+	if src2, _ := os.ReadFile(path); !strings.Contains(string(src2), "sm_90") || strings.Contains(string(src2), "e4m3fnuz") {
+		t.Errorf("second emit did not replace the file")
+	}
+}
+
+func TestEmitTwoKernels(t *testing.T) {
+	args := []string{"emit", "tensorwise_cast", "--target", "sm_90", "--shape", "M=64,K=256"}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "tensorwise_amax(", "tensorwise_cast(", "e4m3fn")
+	for w, n := range map[string]int{
+		`extern "C" __global__`:          2,
+		"#include <stdint.h>":            1,
+		"#include <hip/hip_runtime.h>":   0, // NVIDIA sources include no HIP header
+		"float fp8g_maxf(float a":        1,
+		"(op tensorwise_cast) for sm_90": 2,
+	} {
+		if got := strings.Count(out, w); got != n {
+			t.Errorf("%q appears %d times, want %d", w, got, n)
+		}
+	}
+	if strings.Contains(out, "e4m3fnuz") {
+		t.Error("sm_90 source names e4m3fnuz")
+	}
+	if a, c := strings.Index(out, "tensorwise_amax("), strings.Index(out, "tensorwise_cast("); a > c {
+		t.Error("tensorwise_cast comes before tensorwise_amax")
+	}
+}
+
+func TestEmitErrors(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "k.hip")
+	cases := []struct {
+		args []string
+		subs []string
+	}{
+		{[]string{"emit", "rowwise_cast"}, []string{"--target is required", "gfx942", "gfx950", "sm_90"}},
+		{[]string{"emit", "rowwise_cast", "--target", "sm_99"}, []string{`"sm_99"`, "gfx942, gfx950, sm_90"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=64", "-o", out}, []string{"WARPS=64", "4096 threads", "> 1024", "gfx942"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "NOPE=1", "-o", out}, []string{"NOPE", "WARPS"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS"}, []string{"WARPS"}},
+		{[]string{"emit", "nosuch", "--target", "gfx942"}, []string{`"nosuch"`, "rowwise_cast"}},
+		{[]string{"emit", "--target", "gfx942"}, []string{"which op"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--fp8", "e3m4"}, []string{"e3m4"}},
+	}
+	for _, c := range cases {
+		code, stdout, errs := fp8gen(t, c.args...)
+		want(t, c.args, code, 2, errs, c.subs...)
+		if stdout != "" {
+			t.Errorf("fp8gen %v: stdout %q", c.args, stdout)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("failed emits left %v", ents)
+	}
+}
+
+// noTemp fails if dir holds anything but the names given.
+func noTemp(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !slices.Contains(names, e.Name()) {
+			t.Errorf("%s holds %s after a failed write", dir, e.Name())
+		}
+	}
+}
+
+func TestEmitAtomic(t *testing.T) {
+	emitTo := func(path string) []string {
+		return []string{"emit", "rowwise_cast", "--target", "gfx942", "--shape", "M=64,K=256", "-o", path}
+	}
+
+	t.Run("path is a folder", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "k.hip")
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, "keep"), []byte("keep\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := fp8gen(t, emitTo(path)...)
+		if code == 0 || errs == "" {
+			t.Errorf("emit -o FOLDER: exit %d, stderr %q", code, errs)
+		}
+		if b, err := os.ReadFile(filepath.Join(path, "keep")); err != nil || string(b) != "keep\n" {
+			t.Errorf("folder content changed: %q %v", b, err)
+		}
+		noTemp(t, dir, "k.hip")
+		noTemp(t, path, "keep")
+	})
+
+	t.Run("folder not writable", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root writes into read-only folders")
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, "k.hip")
+		if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		code, _, errs := fp8gen(t, emitTo(path)...)
+		if code == 0 || errs == "" {
+			t.Errorf("emit into a read-only folder: exit %d, stderr %q", code, errs)
+		}
+		if b, _ := os.ReadFile(path); string(b) != "old\n" {
+			t.Errorf("old file now holds %d bytes", len(b))
+		}
+		noTemp(t, dir, "k.hip")
+	})
+
+	// The write itself fails midway (file size limit): the old file must
+	// stay whole and no temporary file may be left.
+	t.Run("write fails midway", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "k.hip")
+		if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "FP8GEN_TEST_ARGS="+strings.Join(emitTo(path), "\x1f"), "FP8GEN_TEST_FSIZE=1000")
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 {
+			t.Fatalf("emit under a 1000-byte file limit: %v, want exit 1; output:\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "fp8gen emit:") {
+			t.Errorf("no error message: %q", out)
+		}
+		if b, _ := os.ReadFile(path); string(b) != "old\n" {
+			t.Errorf("old file now holds %d bytes: %.60q", len(b), b)
+		}
+		noTemp(t, dir, "k.hip")
+		// The same command without the limit succeeds, so the limit was
+		// what failed it.
+		cmd = exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "FP8GEN_TEST_ARGS="+strings.Join(emitTo(path), "\x1f"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("emit without a limit: %v\n%s", err, out)
+		}
+		if b, _ := os.ReadFile(path); len(b) <= 1000 {
+			t.Errorf("the source is only %d bytes: the 1000-byte limit tests nothing", len(b))
+		}
+	})
+}
+
+func TestRunInterpreter(t *testing.T) {
+	noGPU(t)
+	args := []string{"run", "rowwise_cast", "--shape", "M=5,K=33"}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "bit-exact", "interpreter", "K=33,M=5", "target sm_90", "e4m3fn (max 448)", "kernel rowwise_cast")
+	args = append(args, "--adversarial")
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "bit-exact", "interpreter")
+	args = append(args, "--target", "gfx942")
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "bit-exact", "target gfx942", "e4m3fnuz (max 240)")
+}
+
+func TestRunOps(t *testing.T) {
+	for _, name := range ops.Names() {
+		for _, extra := range [][]string{
+			{"--adversarial"},
+			{"--adversarial", "--target", "gfx942", "--in-dtype", "f32"},
+			{"--target", "gfx950", "--fp8", "e5m2", "--pow2", "--seed", "9"},
+		} {
+			args := cpu(append([]string{"run", name, "--shape", "M=7,K=70"}, extra...)...)
+			code, out, errs := fp8gen(t, args...)
+			want(t, args, code, 0, out+errs, "bit-exact", name+" K=70,M=7")
+			if errs != "" {
+				t.Errorf("fp8gen %v: stderr %q", args, errs)
+			}
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		subs []string
+	}{
+		{[]string{"run", "rowwise_cast", "--shape", "M=0,K=4"}, []string{"M=0"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=-2,K=4"}, []string{"M=-2"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=70000,K=70000"}, []string{"32-bit indexing"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4"}, []string{"K", "missing"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4,N=4"}, []string{"N"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=four,K=4"}, []string{"M=four"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M4"}, []string{"M4"}},
+		{[]string{"run", "rowwise_cast"}, []string{"--shape is required"}},
+		{[]string{"run", "nosuch", "--shape", "M=4,K=4"}, []string{`unknown op "nosuch"`}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "nope"}, []string{`"nope"`, "auto, cpu or gpu"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--target", "sm_99"}, []string{"sm_99"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--in-dtype", "f16"}, []string{"f16"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--schedule", "WARPS=64", "--target", "gfx942"}, []string{"no feasible schedule"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--in", "x"}, []string{"NAME=FILE"}},
+		{[]string{"run", "rowwise_cast", "--in", "x=" + filepath.Join(t.TempDir(), "none.npy")}, []string{"none.npy"}},
+	}
+	for _, c := range cases {
+		code, out, errs := fp8gen(t, c.args...)
+		want(t, c.args, code, 2, errs, c.subs...)
+		if out != "" {
+			t.Errorf("fp8gen %v: stdout %q", c.args, out)
+		}
+	}
+}
+
+func TestRunDeviceGPU(t *testing.T) {
+	noGPU(t)
+	args := []string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "gpu"}
+	code, out, errs := fp8gen(t, args...)
+	if code == 0 {
+		t.Errorf("fp8gen %v: exit 0 without a GPU", args)
+	}
+	if !strings.Contains(errs, "fp8gen run:") || !strings.Contains(errs, "GPU") {
+		t.Errorf("fp8gen %v: stderr %q does not say that no GPU was found", args, errs)
+	}
+	if out != "" {
+		t.Errorf("fp8gen %v: stdout %q", args, out)
+	}
+}
+
+func TestBenchNeedsGPU(t *testing.T) {
+	noGPU(t)
+	res := filepath.Join(t.TempDir(), "results")
+	args := []string{"bench", "--ops", "rowwise_cast", "--shapes", "64x64", "--out", res, "--peers", "off"}
+	code, out, errs := fp8gen(t, args...)
+	if code == 0 {
+		t.Errorf("bench without a GPU: exit 0")
+	}
+	if !strings.Contains(errs, "bench needs a GPU") {
+		t.Errorf("bench: stderr %q does not say it needs a GPU", errs)
+	}
+	if out != "" {
+		t.Errorf("bench: stdout %q", out)
+	}
+	if _, err := os.Stat(res); !os.IsNotExist(err) {
+		t.Errorf("bench without a GPU created %s", res)
+	}
+	args = []string{"bench", "--bogus"}
+	code, _, errs = fp8gen(t, args...)
+	want(t, args, code, 2, errs, "bogus")
+}
+
+// input makes x of shape m×k holding adversarial values, with +Inf, a
+// signaling NaN and a subnormal planted where the seed may not put them.
+func input(t *testing.T, in ir.DType, m, k int) (*ops.Tensor, *npy.Array) {
+	t.Helper()
+	op, _ := ops.Lookup("colwise_cast")
+	o := ops.Options{In: in, Family: "e4m3"}
+	x := ops.Inputs(op, ops.Shape{"M": m, "K": k}, o, fp8.E4M3FN, 11, true)["x"]
+	if in == ir.F32 {
+		for i, bits := range map[int]uint32{0*k + 5: 0x7f800000, 3*k + 6: 0x7f810000, 4*k + 7: 0x00000123, 5*k + 8: 0x80400000} {
+			binary.LittleEndian.PutUint32(x.Data[4*i:], bits)
+		}
+		return x, npy.FromFloat32([]int{m, k}, ops.Floats(x))
+	}
+	for i, bits := range map[int]uint16{0*k + 5: 0x7f80, 3*k + 6: 0x7f81, 4*k + 7: 0x0012, 5*k + 8: 0x8040} {
+		binary.LittleEndian.PutUint16(x.Data[2*i:], bits)
+	}
+	v := make([]uint16, m*k)
+	for i := range v {
+		v[i] = binary.LittleEndian.Uint16(x.Data[2*i:])
+	}
+	return x, npy.FromUint16([]int{m, k}, v)
+}
+
+func TestRunNPYRoundTrip(t *testing.T) {
+	const m, k = 7, 70
+	f := fp8.E4M3FN
+	op, _ := ops.Lookup("colwise_cast")
+	for _, in := range []ir.DType{ir.F32, ir.BF16} {
+		t.Run(in.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			xt, xa := input(t, in, m, k)
+			xfile := filepath.Join(dir, "x.npy")
+			if err := npy.WriteFile(xfile, xa); err != nil {
+				t.Fatal(err)
+			}
+			outDir := filepath.Join(dir, "out")
+			args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--out", outDir)
+			code, out, errs := fp8gen(t, args...)
+			want(t, args, code, 0, out+errs, "bit-exact", "K=70,M=7", "target sm_90", "e4m3fn (max 448)", "x "+in.String(), "wrote 3 outputs")
+
+			sh := ops.Shape{"M": m, "K": k}
+			ref := op.Reference(map[string]*ops.Tensor{"x": xt}, sh, ops.Options{In: in, Family: "e4m3"}, f)
+			read := func(name, dtype string, shape ...int) *npy.Array {
+				t.Helper()
+				a, err := npy.ReadFile(filepath.Join(outDir, name+".npy"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Dtype != dtype || len(a.Shape) != len(shape) {
+					t.Fatalf("%s: %s %v, want %s %v", name, a.Dtype, a.Shape, dtype, shape)
+				}
+				for i := range shape {
+					if a.Shape[i] != shape[i] {
+						t.Fatalf("%s: shape %v, want %v", name, a.Shape, shape)
+					}
+				}
+				return a
+			}
+			qt := read("qt", npy.Uint8, k, m)
+			inv := read("inv_scale", npy.Float32, k)
+			read("amax", npy.Float32, k)
+			if !bytes.Equal(qt.Data, ref["qt"].Data) {
+				t.Errorf("qt.npy differs from the reference")
+			}
+			if !bytes.Equal(inv.Data, ref["inv_scale"].Data) {
+				t.Errorf("inv_scale.npy differs from the reference")
+			}
+
+			// Independently of the reference: inv_scale is amax/448 per
+			// column (Inf for the column holding +Inf), qt is x transposed
+			// and scaled, within e4m3's half ulp.
+			x := ops.Floats(xt)
+			q, _ := qt.Uint8s()
+			s, _ := inv.Float32s()
+			for j := 0; j < k; j++ {
+				amax := 0.0
+				for i := 0; i < m; i++ {
+					if v := math.Abs(float64(x[i*k+j])); !math.IsNaN(v) {
+						amax = math.Max(amax, v)
+					}
+				}
+				switch {
+				case math.IsInf(amax, 1):
+					if !math.IsInf(float64(s[j]), 1) {
+						t.Errorf("column %d holds Inf: inv_scale %v, want +Inf", j, s[j])
+					}
+					continue
+				case amax == 0:
+					continue
+				}
+				if d := math.Abs(float64(s[j])-amax/448) / (amax / 448); d > 1e-6 {
+					t.Errorf("column %d: inv_scale %v, want amax/448 = %v", j, s[j], amax/448)
+				}
+				for i := 0; i < m; i++ {
+					v := float64(x[i*k+j])
+					got := float64(f.Decode(q[j*m+i])) * float64(s[j])
+					if math.IsNaN(v) {
+						if !math.IsNaN(got) {
+							t.Errorf("x[%d,%d] NaN: qt gives %v", i, j, got)
+						}
+						continue
+					}
+					if tol := math.Max(math.Abs(v)/16, amax*math.Pow(2, -9)/448*1.01); math.Abs(got-v) > tol {
+						t.Errorf("x[%d,%d] = %v: qt gives %v", i, j, v, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A --shape that agrees with the file's is accepted.
+func TestRunNPYMatchingShape(t *testing.T) {
+	dir := t.TempDir()
+	_, xa := input(t, ir.F32, 7, 70)
+	xfile := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(xfile, xa); err != nil {
+		t.Fatal(err)
+	}
+	for _, shape := range []string{"M=7,K=70", "K=70,M=7"} {
+		args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--shape", shape)
+		code, out, errs := fp8gen(t, args...)
+		want(t, args, code, 0, out+errs, "bit-exact")
+	}
+}
+
+func TestRunNPYErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, a *npy.Array) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := npy.WriteFile(p, a); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	i4 := write("i4.npy", &npy.Array{Dtype: "<i4", Shape: []int{2, 3}, Data: make([]byte, 24)})
+	u1 := write("u1.npy", npy.FromUint8([]int{2, 3}, make([]uint8, 6)))
+	_, xa := input(t, ir.F32, 7, 70)
+	x := write("x.npy", xa)
+	oneD := write("oned.npy", npy.FromFloat32([]int{6}, make([]float32, 6)))
+	bad := filepath.Join(dir, "bad.npy")
+	if err := os.WriteFile(bad, []byte("not a npy file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outDir := filepath.Join(dir, "out")
+	cases := []struct {
+		args []string
+		subs []string
+	}{
+		{[]string{"run", "colwise_cast", "--in", "x=" + i4, "--out", outDir}, []string{"<i4", "i4.npy"}},
+		{[]string{"run", "colwise_cast", "--in", "x=" + u1, "--out", outDir}, []string{"|u1"}},
+		{[]string{"run", "colwise_cast", "--in", "x=" + x, "--shape", "M=8,K=70", "--out", outDir}, []string{"M=8,K=70", "[7 70]"}},
+		{[]string{"run", "colwise_cast", "--in", "x=" + x, "--shape", "M=70,K=7", "--out", outDir}, []string{"[7 70]"}},
+		{[]string{"run", "colwise_cast", "--in", "x=" + oneD, "--out", outDir}, []string{"[6]", "2 dimensions"}},
+		{[]string{"run", "colwise_cast", "--in", "x=" + bad, "--out", outDir}, []string{"bad.npy"}},
+		{[]string{"run", "colwise_cast", "--shape", "M=7,K=70", "--in", "y=" + x, "--out", outDir, "--device", "cpu"}, []string{"no input y"}},
+	}
+	for _, c := range cases {
+		code, out, errs := fp8gen(t, c.args...)
+		want(t, c.args, code, 2, errs, c.subs...)
+		if out != "" {
+			t.Errorf("fp8gen %v: stdout %q", c.args, out)
+		}
+	}
+	if _, err := os.Stat(outDir); !os.IsNotExist(err) {
+		t.Errorf("failed runs created %s", outDir)
+	}
+}
