@@ -12,7 +12,6 @@ package emit
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -196,20 +195,18 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 		}
 	}
 	sb.WriteString("  const int tid = threadIdx.x;\n")
-	body := e.body.String()
 	for i, l := range e.tcs {
 		w := e.t.WaveSize
+		lane, wave := "(tid % "+itoa(w)+")", "(tid / "+itoa(w)+")"
 		ls, ws := 1, 1
 		for _, d := range l.Order {
-			name := fmt.Sprintf("tc%d_%d", i, d)
-			if strings.Contains(body, name) {
-				fmt.Fprintf(&sb, "  const int %s = %s;\n", name, threadCoord(w, ls, ws, l.TPW[d], l.WPB[d]))
-			}
+			fmt.Fprintf(&sb, "  const int tc%d_%d = (%s / %d %% %d) * %d + %s / %d %% %d;\n",
+				i, d, wave, ws, l.WPB[d], l.TPW[d], lane, ls, l.TPW[d])
 			ls *= l.TPW[d]
 			ws *= l.WPB[d]
 		}
 	}
-	sb.WriteString(body)
+	sb.WriteString(e.body.String())
 	sb.WriteString("}\n")
 	return k, sb.String(), nil
 }
@@ -224,34 +221,7 @@ func (e *emitter) formats() []*fp8.Format {
 	return sortedFormats(seen)
 }
 
-// threadCoord is a thread's index along one base dim: the wave's index along
-// it times the lanes along it, plus the lane's index along it. laneStride and
-// waveStride are the products of the lanes and waves of the dims before it.
-func threadCoord(wave, laneStride, waveStride, tpw, wpb int) string {
-	term := func(x string, stride, n int) string {
-		if n == 1 {
-			return ""
-		}
-		if stride > 1 {
-			x = fmt.Sprintf("%s / %d", x, stride)
-		}
-		if stride*n < 1<<20 {
-			x = fmt.Sprintf("%s %% %d", x, n)
-		}
-		return x
-	}
-	w := term(fmt.Sprintf("(tid / %d)", wave), waveStride, wpb)
-	l := term(fmt.Sprintf("(tid %% %d)", wave), laneStride, tpw)
-	switch {
-	case w == "" && l == "":
-		return "0"
-	case w == "":
-		return l
-	case l == "":
-		return fmt.Sprintf("(%s) * %d", w, tpw)
-	}
-	return fmt.Sprintf("(%s) * %d + %s", w, tpw, l)
-}
+func itoa(i int) string { return fmt.Sprint(i) }
 
 // tcIndex names the thread coordinates of a layout (they depend only on
 // lanes and waves per dim and the order).
@@ -305,19 +275,13 @@ func ref(a *ir.Value, r string) string {
 // each emits body for every register r of v.
 func (e *emitter) each(v *ir.Value, body string) {
 	n := regsOf(v)
-	switch {
-	case v.Type.Rank() == 0:
+	if v.Type.Rank() == 0 {
 		e.line("%s", strings.ReplaceAll(body, "[r]", ""))
-	case n == 1: // no loop for one register
-		e.line("%s", loopVar.ReplaceAllString(body, "0"))
-	default:
-		e.line("#pragma unroll")
-		e.line("for (int r = 0; r < %d; ++r) %s", n, body)
+		return
 	}
+	e.line("#pragma unroll")
+	e.line("for (int r = 0; r < %d; ++r) %s", n, body)
 }
-
-// loopVar matches the register loop's variable in a body the emitter wrote.
-var loopVar = regexp.MustCompile(`\br\b`)
 
 func (e *emitter) value(v *ir.Value) error {
 	switch v.Op {

@@ -195,7 +195,7 @@ func tensorAmaxKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *
 	m, k := b.Size("M"), b.Size("K")
 	bs := s.Get("BLOCK")
 	n := b.Mul(m, k)
-	tiles := b.Add(b.Div(b.Sub(n, 1), bs), 1) // ⌈n/bs⌉ without overflowing i32
+	tiles := b.Div(b.Add(n, bs-1), bs) // no overflow: CheckShape keeps n ≤ MaxElems
 	acc := b.For(b.ProgramID(0), tiles, b.NumPrograms(0), []*ir.Value{b.Full(ir.F32, 0, bs)}, func(i *ir.Value, c []*ir.Value) []*ir.Value {
 		offs := b.Add(b.Mul(i, bs), b.Arange(bs))
 		return []*ir.Value{b.Max(c[0], b.Abs(loadF32(b, x, offs, b.Lt(offs, n))))}
@@ -212,7 +212,7 @@ func tensorCastKernel(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *
 	m, k := b.Size("M"), b.Size("K")
 	bs := s.Get("BLOCK")
 	n := b.Mul(m, k)
-	tiles := b.Add(b.Div(b.Sub(n, 1), bs), 1) // ⌈n/bs⌉ without overflowing i32
+	tiles := b.Div(b.Add(n, bs-1), bs) // no overflow: CheckShape keeps n ≤ MaxElems
 	scale := scaleOf(b, b.Load(amaxp, nil, nil), f, o)
 	pid := b.ProgramID(0)
 	b.For(pid, tiles, b.NumPrograms(0), nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
