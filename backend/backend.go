@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -141,11 +143,7 @@ type Prepared struct {
 // Prepare compiles every step and uploads the tensors.
 func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.Tensor) (*Prepared, error) {
 	pr := &Prepared{g: g, p: p, bufs: map[string]*runtime.Buffer{}, outputs: p.Op.Outputs(p.Shape, p.Options, p.Format)}
-	names := make([]string, 0, len(tensors))
-	for n := range tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(tensors))
 	for _, n := range names {
 		t := tensors[n]
 		b, err := g.Dev.Alloc(len(t.Data))

@@ -12,7 +12,8 @@ package emit
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fp8gen/fp8gen/fp8"
@@ -84,20 +85,12 @@ func Unit(fs []*ir.Func, comments []string) (*Units, error) {
 }
 
 func sortedKeys(m map[string]string) []string {
-	var k []string
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
+	k := slices.Sorted(maps.Keys(m))
 	return k
 }
 
 func sortedFormats(m map[string]*fp8.Format) []*fp8.Format {
-	var names []string
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m))
 	var out []*fp8.Format
 	for _, n := range names {
 		out = append(out, m[n])

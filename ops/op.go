@@ -26,10 +26,10 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/fp8gen/fp8gen/fp8"
@@ -56,11 +56,7 @@ func DefaultOptions() Options { return Options{In: ir.BF16, Family: "e4m3"} }
 type Shape map[string]int
 
 func (s Shape) String() string {
-	var k []string
-	for n := range s {
-		k = append(k, n)
-	}
-	sort.Strings(k)
+	k := slices.Sorted(maps.Keys(s))
 	for i, n := range k {
 		k[i] = fmt.Sprintf("%s=%d", n, s[n])
 	}
@@ -132,11 +128,7 @@ func Lookup(name string) (*Op, error) {
 
 // Names lists the ops, sorted.
 func Names() []string {
-	var n []string
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
+	n := slices.Sorted(maps.Keys(registry))
 	return n
 }
 
@@ -353,11 +345,7 @@ func (p *Plan) WithOutputs(in map[string]*Tensor) (all, out map[string]*Tensor) 
 // the first difference of each tensor.
 func Compare(want, got map[string]*Tensor) error {
 	var errs []error
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(want))
 	for _, n := range names {
 		w, g := want[n], got[n]
 		if g == nil {

@@ -13,7 +13,8 @@ package schedule
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,11 +36,7 @@ func (p Params) Get(name string) int {
 
 // String prints the knobs sorted by name: WARPS=8,BLOCK_K=4096.
 func (p Params) String() string {
-	var k []string
-	for n := range p {
-		k = append(k, n)
-	}
-	sort.Strings(k)
+	k := slices.Sorted(maps.Keys(p))
 	for i, n := range k {
 		k[i] = n + "=" + strconv.Itoa(p[n])
 	}

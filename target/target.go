@@ -11,7 +11,8 @@ package target
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fp8gen/fp8gen/fp8"
@@ -99,11 +100,7 @@ func Lookup(name string) (*Target, error) {
 
 // Names lists the known targets in sorted order.
 func Names() []string {
-	var n []string
-	for k := range targets {
-		n = append(n, k)
-	}
-	sort.Strings(n)
+	n := slices.Sorted(maps.Keys(targets))
 	return n
 }
 
