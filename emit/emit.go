@@ -74,7 +74,7 @@ func Unit(fs []*ir.Func, comments []string) (*Units, error) {
 	}
 	var sb strings.Builder
 	sb.WriteString(prelude(fs[0].Target, sortedFormats(formats)))
-	for _, n := range sortedKeys(helpers) {
+	for _, n := range slices.Sorted(maps.Keys(helpers)) {
 		sb.WriteString(helpers[n])
 	}
 	for _, b := range bodies {
@@ -84,15 +84,9 @@ func Unit(fs []*ir.Func, comments []string) (*Units, error) {
 	return u, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	k := slices.Sorted(maps.Keys(m))
-	return k
-}
-
 func sortedFormats(m map[string]*fp8.Format) []*fp8.Format {
-	names := slices.Sorted(maps.Keys(m))
 	var out []*fp8.Format
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[n])
 	}
 	return out
