@@ -156,53 +156,29 @@ func amaxLoop(b *ir.Builder) {
 	b.AtomicMax(a, b.Reduce(acc[0], 0, ir.RMax), nil, ir.Relaxed, ir.ScopeAgent)
 }
 
+type passCase struct {
+	name  string
+	setup func(b *ir.Builder)
+	div   map[string]int
+	check func(t *testing.T, l *lowered)
+	bug   string // set where lowering is known to get it wrong
+}
+
+// loadVec is the case: rowwise with K divisible by div loads vec elements a lane.
+func loadVec(name string, div map[string]int, vec int) passCase {
+	return passCase{name: name, setup: rowwise, div: div, check: func(t *testing.T, l *lowered) {
+		if v := only(t, l.f, ir.OpLoad); v.Vec != vec {
+			t.Errorf("load vec=%d; want %d: %s", v.Vec, vec, v.LongString())
+		}
+	}}
+}
+
 func TestLowerPasses(t *testing.T) {
-	tests := []struct {
-		name  string
-		setup func(b *ir.Builder)
-		div   map[string]int
-		check func(t *testing.T, l *lowered)
-		bug   string // set where lowering is known to get it wrong
-	}{
-		{
-			name:  "rowwise K%16==0 loads 8 bf16 a lane",
-			setup: rowwise,
-			div:   map[string]int{"K": 16},
-			check: func(t *testing.T, l *lowered) {
-				if v := only(t, l.f, ir.OpLoad); v.Vec != 8 {
-					t.Errorf("load vec=%d; want 8: %s", v.Vec, v.LongString())
-				}
-			},
-		},
-		{
-			name:  "rowwise K%4==0 loads 4 bf16 a lane",
-			setup: rowwise,
-			div:   map[string]int{"K": 4},
-			check: func(t *testing.T, l *lowered) {
-				if v := only(t, l.f, ir.OpLoad); v.Vec != 4 {
-					t.Errorf("load vec=%d; want 4: %s", v.Vec, v.LongString())
-				}
-			},
-		},
-		{
-			name:  "rowwise odd K loads scalars",
-			setup: rowwise,
-			div:   map[string]int{"K": 1},
-			check: func(t *testing.T, l *lowered) {
-				if v := only(t, l.f, ir.OpLoad); v.Vec != 1 {
-					t.Errorf("load vec=%d; want 1: %s", v.Vec, v.LongString())
-				}
-			},
-		},
-		{
-			name:  "rowwise K unknown loads scalars",
-			setup: rowwise,
-			check: func(t *testing.T, l *lowered) {
-				if v := only(t, l.f, ir.OpLoad); v.Vec != 1 {
-					t.Errorf("load vec=%d; want 1: %s", v.Vec, v.LongString())
-				}
-			},
-		},
+	tests := []passCase{
+		loadVec("rowwise K%16==0 loads 8 bf16 a lane", map[string]int{"K": 16}, 8),
+		loadVec("rowwise K%4==0 loads 4 bf16 a lane", map[string]int{"K": 4}, 4),
+		loadVec("rowwise odd K loads scalars", map[string]int{"K": 1}, 1),
+		loadVec("rowwise K unknown loads scalars", nil, 1),
 		{
 			name:  "rowwise reduce crosses lanes, the wave and the waves",
 			setup: rowwise,

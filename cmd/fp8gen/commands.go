@@ -35,14 +35,11 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if *after != "" && !slices.Contains(lower.PassNames(), *after) {
 		return usagef("--after %q: passes are %s", *after, strings.Join(lower.PassNames(), ", "))
 	}
-	t, err := lookupTarget(of.target)
+	p, err := of.planFor(name)
 	if err != nil {
 		return err
 	}
-	p, err := of.plan(name, t)
-	if err != nil {
-		return err
-	}
+	t := p.Target
 	var names []string
 	for _, s := range p.Steps {
 		names = append(names, s.Func.Name)
@@ -95,11 +92,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	if of.target == "" {
 		return usagef("--target is required (one of %s)", strings.Join(target.Names(), ", "))
 	}
-	t, err := lookupTarget(of.target)
-	if err != nil {
-		return err
-	}
-	p, err := of.plan(name, t)
+	p, err := of.planFor(name)
 	if err != nil {
 		return err
 	}

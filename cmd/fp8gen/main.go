@@ -197,6 +197,15 @@ func (o *opFlags) plan(opName string, t *target.Target) (*ops.Plan, error) {
 	return p, nil
 }
 
+// planFor plans op on the --target flag's target (sm_90 if none).
+func (o *opFlags) planFor(opName string) (*ops.Plan, error) {
+	t, err := lookupTarget(o.target)
+	if err != nil {
+		return nil, err
+	}
+	return o.plan(opName, t)
+}
+
 func lookupTarget(name string) (*target.Target, error) {
 	if name == "" {
 		name = "sm_90"
