@@ -184,7 +184,7 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	sb.WriteString("  const int tid = threadIdx.x;\n")
 	for i, l := range e.tcs {
 		w := e.t.WaveSize
-		lane, wave := "(tid % "+itoa(w)+")", "(tid / "+itoa(w)+")"
+		lane, wave := fmt.Sprintf("(tid %% %d)", w), fmt.Sprintf("(tid / %d)", w)
 		ls, ws := 1, 1
 		for _, d := range l.Order {
 			fmt.Fprintf(&sb, "  const int tc%d_%d = (%s / %d %% %d) * %d + %s / %d %% %d;\n",
@@ -207,8 +207,6 @@ func (e *emitter) formats() []*fp8.Format {
 	})
 	return sortedFormats(seen)
 }
-
-func itoa(i int) string { return fmt.Sprint(i) }
 
 // tcIndex names the thread coordinates of a layout (they depend only on
 // lanes and waves per dim and the order).

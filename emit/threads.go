@@ -352,18 +352,7 @@ func (e *emitter) reduceLanes(v *ir.Value) {
 	n := xl.Regs(xs)
 	groups := make([][]int, regsOf(v))
 	for r := 0; r < n; r++ {
-		rc := xl.RegCoords(xs, r)
-		rc[d] = 0
-		j := 0
-		_, _, _, regs, _ := xl.Geometry(xs)
-		stride := 1
-		for _, o := range xl.Order {
-			if o == d {
-				continue
-			}
-			j += rc[o] * stride
-			stride *= regs[o]
-		}
+		j := xl.ReducedReg(xs, r, d)
 		groups[j] = append(groups[j], r)
 	}
 	dst := func(j int) string { return ref(v, fmt.Sprint(j)) }

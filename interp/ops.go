@@ -225,7 +225,7 @@ func (b *block) reduceLanes(v *ir.Value) {
 	n := xl.Regs(xs)
 	into := make([]int, n)
 	for r := range into {
-		into[r] = reducedReg(xl, xs, r, d)
+		into[r] = xl.ReducedReg(xs, r, d)
 	}
 	for t := 0; t < b.n; t++ {
 		for j := 0; j < R; j++ {
@@ -248,24 +248,6 @@ func (b *block) reduceLanes(v *ir.Value) {
 			out[t*R+j] = acc
 		}
 	}
-}
-
-// reducedReg is the register of the sliced result that source register r
-// folds into: r's coordinates with the reduced dim's set to 0.
-func reducedReg(l *ir.Layout, shape []int, r, d int) int {
-	rc := l.RegCoords(shape, r)
-	rc[d] = 0
-	// The sliced layout keeps every base dim, with extent 1 along d, so the
-	// index with rc[d] = 0 is the same linearization with regs[d] = 1.
-	idx, stride := 0, 1
-	for _, o := range l.Order {
-		if o == d {
-			continue
-		}
-		idx += rc[o] * stride
-		stride *= l.RegsAlongBase(shape, o)
-	}
-	return idx
 }
 
 // reduceWave runs the butterfly: for each lane distance along the reduced

@@ -145,9 +145,6 @@ func (l *Layout) geom(shape []int) geom {
 // the given shape.
 func (l *Layout) Regs(shape []int) int { return prod(l.geom(shape).regs) }
 
-// RegsAlong is the number of registers a lane holds along tile axis a.
-func (l *Layout) RegsAlong(shape []int, a int) int { return l.geom(shape).regs[l.BaseDim(a)] }
-
 // ThreadCoords splits a thread index of the block into its index along each
 // base dim (wave index × lanes along the dim + lane index along the dim).
 func (l *Layout) ThreadCoords(tid int) []int {
@@ -311,8 +308,22 @@ func (l *Layout) WaveIndexAlong(tid, d int) int {
 	return l.ThreadCoords(tid)[d] / l.TPW[d]
 }
 
-// RegsAlongBase is the number of registers a lane holds along base dim d.
-func (l *Layout) RegsAlongBase(shape []int, d int) int { return l.geom(shape).regs[d] }
+// ReducedReg is the register of a reduction's result (the layout sliced at
+// base dim d) that register r folds into: r's register coordinates with the
+// one along d dropped. The interpreter and the emitter fold by it alike.
+func (l *Layout) ReducedReg(shape []int, r, d int) int {
+	g := l.geom(shape)
+	rc := l.RegCoords(shape, r)
+	idx, stride := 0, 1
+	for _, o := range l.Order {
+		if o == d {
+			continue
+		}
+		idx += rc[o] * stride
+		stride *= g.regs[o]
+	}
+	return idx
+}
 
 // OwnsExcept reports whether register r of thread tid holds the first copy
 // of its element along every base dim but d: one writer per wave along d.
