@@ -1,19 +1,25 @@
-// Package emit writes a lowered (thread-level) kernel as HIP C++ for one
-// target: AMD targets include <hip/hip_runtime.h>; NVIDIA targets get a small
-// prelude of their own and compile with nvcc.
+// Package emit prints a lowered kernel — the lanes program of package
+// lower — as HIP C++ for one target: AMD targets include
+// <hip/hip_runtime.h>; NVIDIA targets get a small prelude of their own and
+// compile with nvcc.
 //
-// Each tile value becomes a register array of the lane (T vN[R]), each
-// scalar a plain variable; loops over registers are unrolled by the compiler
-// so that every index is a constant. Element coordinates come from the
-// layout: a lane's index along each base dim (tcK_D, computed once at the
-// top) plus constants per register. Output is deterministic: the same
-// function always prints the same text.
+// The emitter decides nothing about where data lives: every index, owner
+// test, register map, shuffle and LDS address is already an op of the
+// lanes program, which the interpreter runs too. It only chooses how the
+// program reads: a uniform or one-register value is a scalar, an array of
+// registers is a C array filled by an unrolled loop, per-register constants
+// and register maps print as short expressions of the register index r, an
+// unnamed value used once is written into its user's expression, names come
+// from the DSL, and a comment gives the Go source line of each DSL
+// statement. Output is deterministic: the same function always prints the
+// same text.
 package emit
 
 import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fp8gen/fp8gen/fp8"
@@ -61,26 +67,27 @@ func Unit(fs []*ir.Func, comments []string) (*Units, error) {
 		if f.Target != fs[0].Target {
 			return nil, fmt.Errorf("emit: kernels for %s and %s in one unit", fs[0].Target.Name, f.Target.Name)
 		}
-		e := &emitter{f: f, t: f.Target, tc: map[string]int{}, helpers: helpers}
+		e := newEmitter(f, helpers)
 		k, body, err := e.kernel(comments[i])
 		if err != nil {
 			return nil, err
 		}
-		for _, fm := range e.formats() {
-			formats[fm.Name] = fm
-		}
+		f.Walk(func(v *ir.Value) {
+			if fm := v.Type.DType.Fmt; fm != nil {
+				formats[fm.Name] = fm
+			}
+		})
 		bodies = append(bodies, body)
 		u.Kernels = append(u.Kernels, *k)
 	}
-	var sb strings.Builder
-	sb.WriteString(prelude(fs[0].Target, sortedFormats(formats)))
+	var code strings.Builder
 	for _, n := range slices.Sorted(maps.Keys(helpers)) {
-		sb.WriteString(helpers[n])
+		code.WriteString(helpers[n])
 	}
 	for _, b := range bodies {
-		sb.WriteString(b)
+		code.WriteString(b)
 	}
-	u.Source = sb.String()
+	u.Source = prelude(fs[0].Target, sortedFormats(formats), code.String()) + code.String()
 	return u, nil
 }
 
@@ -93,18 +100,39 @@ func sortedFormats(m map[string]*fp8.Format) []*fp8.Format {
 }
 
 type emitter struct {
-	f    *ir.Func
-	t    *target.Target
-	body strings.Builder
-	ind  string
-	tc   map[string]int // thread-coordinate sets, by key
-	tcs  []*ir.Layout
-	dyn  bool
+	f       *ir.Func
+	t       *target.Target
+	body    strings.Builder
+	ind     string
+	names   map[*ir.Value]string
+	taken   map[string]int
+	inline  map[*ir.Value]bool
+	uses    map[*ir.Value]int
+	written map[*ir.Value]bool // pointer arguments some store writes through
+	last    ir.Pos
+	pending ir.Pos // a source position to print before the next line
+	// tables hold per-register constants that are no short expression of
+	// r, by initializer.
+	tables     map[string]string
+	tableDecls []string
 	// helpers are device functions the body needs (atomics), by name.
 	helpers map[string]string
 }
 
+func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
+	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, inline: map[*ir.Value]bool{},
+		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}}
+	for _, r := range []string{"tid", "lds", "r", "w", "k", "h", "j", "off"} {
+		e.taken[r] = 1
+	}
+	return e
+}
+
 func (e *emitter) line(format string, args ...any) {
+	if e.pending.File != "" {
+		fmt.Fprintf(&e.body, "%s// %s:%d\n", e.ind, e.pending.File, e.pending.Line)
+		e.pending = ir.Pos{}
+	}
 	e.body.WriteString(e.ind)
 	fmt.Fprintf(&e.body, format, args...)
 	e.body.WriteByte('\n')
@@ -130,41 +158,55 @@ func ctype(d ir.DType) string {
 	panic("BUG: no C type for " + d.String())
 }
 
+// root is the argument a pointer value derives from.
+func root(v *ir.Value) *ir.Value {
+	for v.Op != ir.OpParam {
+		next := v
+		for _, a := range v.Args {
+			if a.Type.DType.K == ir.KPtr {
+				next = a
+				break
+			}
+		}
+		if next == v {
+			panic("BUG: pointer " + v.LongString() + " without an argument")
+		}
+		v = next
+	}
+	return v
+}
+
+// typeOf is the C type of v's elements: pointers into arguments no store
+// writes through are const.
+func (e *emitter) typeOf(v *ir.Value) string {
+	if v.Type.DType.K == ir.KPtr && !e.written[root(v)] {
+		return "const " + ctype(v.Type.DType)
+	}
+	return ctype(v.Type.DType)
+}
+
 // kernel writes f's comment, signature and body.
 func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	f := e.f
-	if f.Threads == 0 {
+	if f.Phase != ir.PhaseLanes {
 		return nil, "", fmt.Errorf("emit %s: the kernel is not lowered", f.Name)
 	}
 	k := &Kernel{Name: f.Name, Threads: f.Threads, LDSBytes: f.LDSBytes}
-	if f.LDSBytes > 48<<10 && e.t.Vendor == target.NVIDIA {
-		k.Dynamic, e.dyn = true, true
-	}
-	stored := map[*ir.Value]bool{}
+	dyn := f.LDSBytes > 48<<10 && e.t.Vendor == target.NVIDIA
+	k.Dynamic = dyn
 	f.Walk(func(v *ir.Value) {
-		if v.Op == ir.OpStore || v.Op == ir.OpAtomicMax || v.Op == ir.OpAtomicAdd {
-			for p := v.Args[0]; ; p = p.Args[0] {
-				if p.Op == ir.OpParam {
-					stored[p] = true
-					break
-				}
-				if len(p.Args) == 0 {
-					break
-				}
-			}
+		if v.Op == ir.OpStore || v.Op == ir.OpAtomic {
+			e.written[root(v.Ptr())] = true
 		}
 	})
+	e.plan()
 	var params []string
 	for _, p := range f.Params {
-		switch p.Op {
-		case ir.OpParam:
-			c := ""
-			if !stored[p] {
-				c = "const "
-			}
-			params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", c, ctype(p.Type.DType.Elem()), p.Name))
-		case ir.OpSize:
-			params = append(params, "int "+p.Name)
+		n := e.name(p)
+		if p.Op == ir.OpParam {
+			params = append(params, fmt.Sprintf("%s __restrict__ %s", e.typeOf(p), n))
+		} else {
+			params = append(params, ctype(p.Type.DType)+" "+n)
 		}
 	}
 	e.ind = "  "
@@ -175,53 +217,169 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	fmt.Fprintf(&sb, "\n// %s\n", comment)
 	fmt.Fprintf(&sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {\n", f.Threads, f.Name, strings.Join(params, ", "))
 	if f.LDSBytes > 0 {
-		if e.dyn {
+		if dyn {
 			sb.WriteString("  extern __shared__ __align__(16) unsigned char lds[];\n")
 		} else {
 			fmt.Fprintf(&sb, "  __shared__ __align__(16) unsigned char lds[%d];\n", f.LDSBytes)
 		}
 	}
-	sb.WriteString("  const int tid = threadIdx.x;\n")
-	for i, l := range e.tcs {
-		w := e.t.WaveSize
-		lane, wave := fmt.Sprintf("(tid %% %d)", w), fmt.Sprintf("(tid / %d)", w)
-		ls, ws := 1, 1
-		for _, d := range l.Order {
-			fmt.Fprintf(&sb, "  const int tc%d_%d = (%s / %d %% %d) * %d + %s / %d %% %d;\n",
-				i, d, wave, ws, l.WPB[d], l.TPW[d], lane, ls, l.TPW[d])
-			ls *= l.TPW[d]
-			ws *= l.WPB[d]
-		}
+	uses := false
+	f.Walk(func(v *ir.Value) { uses = uses || v.Op == ir.OpTid })
+	if uses {
+		sb.WriteString("  const int tid = threadIdx.x;\n")
+	}
+	for _, t := range e.tableDecls {
+		sb.WriteString("  " + t + "\n")
 	}
 	sb.WriteString(e.body.String())
 	sb.WriteString("}\n")
 	return k, sb.String(), nil
 }
 
-func (e *emitter) formats() []*fp8.Format {
-	seen := map[string]*fp8.Format{}
-	e.f.Walk(func(v *ir.Value) {
-		if v.Type.DType.Fmt != nil {
-			seen[v.Type.DType.Fmt.Name] = v.Type.DType.Fmt
-		}
-	})
-	return sortedFormats(seen)
+// atom reports whether v prints as an expression wherever it is used.
+func atom(v *ir.Value) bool {
+	switch v.Op {
+	case ir.OpConst, ir.OpRegConst, ir.OpTid, ir.OpParam, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms, ir.OpForResult:
+		return true
+	}
+	return false
 }
 
-// tcIndex names the thread coordinates of a layout (they depend only on
-// lanes and waves per dim and the order).
-func (e *emitter) tcIndex(l *ir.Layout) int {
-	key := fmt.Sprint(l.TPW, l.WPB, l.Order)
-	if i, ok := e.tc[key]; ok {
-		return i
+// inlinable reports whether v, used once, may be written into its user.
+func inlinable(v *ir.Value) bool {
+	switch v.Op {
+	case ir.OpGatherRegs, ir.OpSplat:
+		return true
+	case ir.OpReduceRegs, ir.OpButterfly, ir.OpShflXor, ir.OpLoopVar:
+		return false
 	}
-	e.tc[key] = len(e.tcs)
-	e.tcs = append(e.tcs, l)
-	return len(e.tcs) - 1
+	return v.Op.IsElementwise() && v.Op.Effect() == 0 && v.Op.HasResult()
+}
+
+// cheap reports whether v is index arithmetic on per-register constants
+// and per-lane scalars, a few ops deep: printed again at each use rather
+// than kept in an array, as a compiler recomputes it best from its parts
+// (an array of them lives across the kernel and costs registers).
+func cheap(v *ir.Value, depth int) bool {
+	if v.Op == ir.OpRegConst || v.Type.Regs <= 1 {
+		return true
+	}
+	if depth == 0 || !inlinable(v) || v.Op == ir.OpGatherRegs {
+		return false
+	}
+	switch d := v.Type.DType; {
+	case d.IsInt():
+		switch v.Op {
+		case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpAnd, ir.OpOr, ir.OpXor, ir.OpShl, ir.OpDiv, ir.OpRem, ir.OpCast:
+		default:
+			return false
+		}
+	case d.K == ir.KPtr:
+		if v.Op != ir.OpPtrAdd {
+			return false
+		}
+	default:
+		return false
+	}
+	for _, a := range v.Args {
+		if !cheap(a, depth-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// plan decides which values print inline and names the rest.
+func (e *emitter) plan() {
+	user := map[*ir.Value]*ir.Value{}
+	e.f.Walk(func(v *ir.Value) {
+		for _, a := range v.Args {
+			user[a] = v
+		}
+	})
+	e.f.Walk(func(v *ir.Value) {
+		switch {
+		case atom(v), v.Type.Regs > 1 && cheap(v, 3):
+			e.inline[v] = true
+		case inlinable(v) && v.Name == "" && e.uses[v] == 1:
+			u := user[v]
+			// A scalar inside index arithmetic printed at each use gets a name.
+			e.inline[v] = u.Block == v.Block && u.Op != ir.OpYield &&
+				!(v.Type.Regs <= 1 && u.Type.Regs > 1 && cheap(u, 3))
+		}
+	})
+}
+
+// name is v's C identifier, made once from its name or its op.
+func (e *emitter) name(v *ir.Value) string {
+	if n, ok := e.names[v]; ok {
+		return n
+	}
+	base := ident(v.Name)
+	if v.Op == ir.OpParam || v.Op == ir.OpSize {
+		base = v.ArgName()
+	}
+	if base == "" {
+		switch v.Op {
+		case ir.OpLoad, ir.OpPtrAdd:
+			base = ident(root(v.Args[0]).ArgName())
+			if v.Op == ir.OpPtrAdd {
+				base += "_p"
+			}
+		case ir.OpLoopVar:
+			base = "i"
+			if v.Index() > 0 {
+				base = "acc"
+			}
+		case ir.OpLDSLoad, ir.OpLDSReduce:
+			base = "shared"
+		case ir.OpAtomic:
+			base = "old"
+		default:
+			if v.Type.DType == ir.Bool {
+				base = "m"
+			} else {
+				base = "t"
+			}
+		}
+	}
+	n := base
+	if c := e.taken[base]; c > 0 || base == "t" || base == "m" {
+		n = fmt.Sprintf("%s%d", base, c)
+	}
+	e.taken[base]++
+	e.names[v] = n
+	return n
+}
+
+// ident keeps the characters of a C identifier.
+func ident(s string) string {
+	var sb strings.Builder
+	for i, c := range s {
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			sb.WriteRune(c)
+		case c >= '0' && c <= '9':
+			if i == 0 {
+				sb.WriteByte('_')
+			}
+			sb.WriteRune(c)
+		}
+	}
+	return sb.String()
 }
 
 func (e *emitter) block(b *ir.Block) error {
 	for _, v := range b.Values {
+		if e.inline[v] || v.Op == ir.OpParam || v.Op == ir.OpSize {
+			continue
+		}
+		if v.Op.Removable() && e.uses[v] == 0 {
+			continue
+		}
+		if v.Pos.File != "" && v.Pos != e.last {
+			e.pending, e.last = v.Pos, v.Pos
+		}
 		if err := e.value(v); err != nil {
 			return err
 		}
@@ -229,221 +387,127 @@ func (e *emitter) block(b *ir.Block) error {
 	return nil
 }
 
-func regsOf(v *ir.Value) int {
-	if v.Type.Rank() == 0 {
-		return 1
+// ref is operand a at register r, safe to embed as an operand of a unary
+// operator; top is the same where nothing surrounds it.
+func (e *emitter) ref(a *ir.Value, r string) string { return e.val(a, r, precUnary) }
+func (e *emitter) top(a *ir.Value, r string) string { return e.val(a, r, 0) }
+
+// wrap parenthesizes s unless it is one term already.
+func wrap(s string) string {
+	depth := 0
+	for i, c := range s {
+		switch c {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth--
+		case ' ':
+			if depth == 0 {
+				return "(" + s + ")"
+			}
+		case '-':
+			if i == 0 {
+				return "(" + s + ")"
+			}
+		}
 	}
-	return v.Type.Layout.Regs(v.Type.Shape)
+	return s
 }
 
-// decl declares v's register array (or scalar).
-func (e *emitter) decl(v *ir.Value) {
-	t := ctype(v.Type.DType)
-	if v.Type.DType.K == ir.KPtr {
-		t = e.ptrType(v)
+// reg is register index r plus k, folded where r is a number.
+func reg(r string, k int) string {
+	if n, err := strconv.Atoi(r); err == nil {
+		return strconv.Itoa(n + k)
 	}
-	if v.Type.Rank() == 0 {
-		e.line("%s %v;", t, v)
-		return
+	if k == 0 {
+		return r
 	}
-	e.line("%s %v[%d];", t, v, regsOf(v))
+	return fmt.Sprintf("%s + %d", r, k)
 }
 
-// ref is operand a at register r ("r" for the loop variable).
-func ref(a *ir.Value, r string) string {
-	if a.Type.Rank() == 0 {
-		return a.String()
-	}
-	return a.String() + "[" + r + "]"
-}
-
-// each emits body for every register r of v.
-func (e *emitter) each(v *ir.Value, body string) {
-	n := regsOf(v)
-	if v.Type.Rank() == 0 {
-		e.line("%s", strings.ReplaceAll(body, "[r]", ""))
+// each writes body(r) for every register of an n-register value.
+func (e *emitter) each(n int, body func(r string) string) {
+	if n <= 1 {
+		e.line("%s", body("0"))
 		return
 	}
 	e.line("#pragma unroll")
-	e.line("for (int r = 0; r < %d; ++r) %s", n, body)
+	e.line("for (int r = 0; r < %d; ++r) %s", n, body("r"))
+}
+
+// decl declares v: a scalar with its value, or an array.
+func (e *emitter) decl(v *ir.Value, init string) {
+	t := e.typeOf(v)
+	if v.Type.Regs > 1 {
+		e.line("%s %s[%d];", t, e.name(v), v.Type.Regs)
+		if init != "" {
+			e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, init) })
+		}
+		return
+	}
+	if init == "" {
+		e.line("%s %s;", t, e.name(v))
+		return
+	}
+	e.line("%s %s = %s;", t, e.name(v), init)
+}
+
+// dst is v at register r, as an assignment target.
+func (e *emitter) dst(v *ir.Value, r string) string {
+	if v.Type.Regs > 1 {
+		return e.name(v) + "[" + r + "]"
+	}
+	return e.name(v)
 }
 
 func (e *emitter) value(v *ir.Value) error {
 	switch v.Op {
-	case ir.OpParam:
-		e.line("%s %v = %s;", e.ptrType(v), v, v.Name)
-	case ir.OpSize:
-		e.line("const int %v = %s;", v, v.Name)
-	case ir.OpProgramID:
-		e.line("const int %v = blockIdx.%c;", v, "xyz"[v.Aux])
-	case ir.OpNumPrograms:
-		e.line("const int %v = gridDim.%c;", v, "xyz"[v.Aux])
-	case ir.OpConst:
-		e.line("const %s %v = %s;", ctype(v.Type.DType), v, literal(v))
-	case ir.OpArange:
-		e.decl(v)
-		e.each(v, fmt.Sprintf("%v[r] = %s;", v, e.coord(v.Type, 0, "r")))
-	case ir.OpSplat:
-		e.decl(v)
-		e.each(v, fmt.Sprintf("%v[r] = %s;", v, ref(v.Args[0], "0")))
-	case ir.OpBroadcast, ir.OpExpandDims, ir.OpTrans:
-		e.decl(v)
-		e.remap(v)
 	case ir.OpLoad:
-		e.decl(v)
 		e.load(v)
-	case ir.OpStore, ir.OpAtomicMax, ir.OpAtomicAdd:
+	case ir.OpStore:
 		e.store(v)
+	case ir.OpAtomic:
+		e.atomic(v)
 	case ir.OpFor:
 		return e.loop(v)
+	case ir.OpIf:
+		e.line("if (%s) {", e.top(v.Args[0], "0"))
+		saved := e.ind
+		e.ind += "  "
+		if err := e.block(v.Body); err != nil {
+			return err
+		}
+		e.ind = saved
+		e.line("}")
 	case ir.OpYield:
 		// Written by loop.
-	case ir.OpForResult:
-		c := v.Args[0].Body.Vars[1+v.Aux]
-		e.decl(v)
-		e.each(v, fmt.Sprintf("%s = %s;", ref(v, "r"), ref(c, "r")))
-	case ir.OpReduceLanes:
-		e.decl(v)
-		e.reduceLanes(v)
-	case ir.OpReduceWave:
-		e.decl(v)
-		e.reduceWave(v)
-	case ir.OpReduceWaves:
-		e.decl(v)
-		e.reduceWaves(v)
+	case ir.OpReduceRegs:
+		e.reduceRegs(v)
+	case ir.OpButterfly:
+		e.butterfly(v)
+	case ir.OpShflXor:
+		e.decl(v, "")
+		e.each(v.Type.Regs, func(r string) string {
+			return fmt.Sprintf("%s = %s;", e.dst(v, r), e.shfl(e.top(v.Args[0], r), strconv.Itoa(v.Lane())))
+		})
 	case ir.OpLDSStore:
 		e.ldsStore(v)
 	case ir.OpLDSLoad:
-		e.decl(v)
 		e.ldsLoad(v)
+	case ir.OpLDSReduce:
+		e.ldsReduce(v)
 	case ir.OpBarrier:
 		e.line("__syncthreads();")
-	case ir.OpReduce, ir.OpConvert:
-		panic("BUG: " + v.Op.Name() + " reached the emitter unlowered")
 	default:
-		if !v.Op.IsElementwise() {
+		if !inlinable(v) {
 			panic("BUG: emit has no case for " + v.Op.Name())
 		}
-		if v.Type.Rank() == 0 {
-			t := ctype(v.Type.DType)
-			if v.Type.DType.K == ir.KPtr {
-				t = e.ptrType(v)
-			}
-			e.line("%s %v = %s;", t, v, expr(v, "r"))
-			return nil
+		if v.Type.Regs > 1 {
+			e.decl(v, "")
+			e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, e.expr(v, r)) })
+		} else {
+			e.line("const %s %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
 		}
-		e.decl(v)
-		e.each(v, fmt.Sprintf("%v[r] = %s;", v, expr(v, "r")))
 	}
 	return nil
-}
-
-func literal(v *ir.Value) string {
-	d := v.Type.DType
-	switch d.K {
-	case ir.KF32:
-		return floatLit(float32(v.AuxF))
-	case ir.KBool:
-		if v.Aux != 0 {
-			return "true"
-		}
-		return "false"
-	case ir.KI64:
-		return fmt.Sprintf("%dLL", v.Aux)
-	case ir.KBF16:
-		return fmt.Sprintf("(uint16_t)0x%04x", ir.F32ToBF16(float32(v.AuxF)))
-	case ir.KFP8:
-		return fmt.Sprintf("(uint8_t)0x%02x", d.Fmt.EncodeSat(float32(v.AuxF)))
-	}
-	return fmt.Sprint(v.Aux)
-}
-
-// floatLit prints an f32 exactly (hex float), readably where it can.
-func floatLit(x float32) string {
-	s := fmt.Sprintf("%g", x)
-	var back float32
-	if _, err := fmt.Sscan(s, &back); err == nil && back == x && !strings.ContainsAny(s, "IN") {
-		if !strings.ContainsAny(s, ".e") {
-			s += ".0"
-		}
-		return s + "f"
-	}
-	return fmt.Sprintf("__uint_as_float(0x%08xu)", f32bits(x))
-}
-
-var fmtFn = map[ir.Op]string{ir.OpMax: "fp8g_maxf", ir.OpMin: "fp8g_minf"}
-var cOp = map[ir.Op]string{
-	ir.OpAdd: "+", ir.OpSub: "-", ir.OpMul: "*", ir.OpDiv: "/", ir.OpRem: "%",
-	ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpEq: "==", ir.OpNe: "!=",
-}
-
-// expr is the C expression of an elementwise op at register r.
-func expr(v *ir.Value, r string) string {
-	a := func(i int) string { return ref(v.Args[i], r) }
-	d := v.Args[0].Type.DType
-	switch v.Op {
-	case ir.OpAnd:
-		if d.K == ir.KBool {
-			return a(0) + " && " + a(1)
-		}
-		return a(0) + " & " + a(1)
-	case ir.OpOr:
-		if d.K == ir.KBool {
-			return a(0) + " || " + a(1)
-		}
-		return a(0) + " | " + a(1)
-	case ir.OpMax, ir.OpMin:
-		if d.K == ir.KF32 {
-			return fmt.Sprintf("%s(%s, %s)", fmtFn[v.Op], a(0), a(1))
-		}
-		return fmt.Sprintf("%s(%s, %s)", map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[v.Op], a(0), a(1))
-	case ir.OpAbs:
-		if d.K == ir.KF32 {
-			return "fp8g_absf(" + a(0) + ")"
-		}
-		return "abs(" + a(0) + ")"
-	case ir.OpNeg:
-		if d.K == ir.KF32 {
-			return "fp8g_negf(" + a(0) + ")"
-		}
-		return "-" + a(0)
-	case ir.OpRsqrt:
-		return "1.0f / sqrtf(" + a(0) + ")"
-	case ir.OpPow2Floor:
-		return "fp8g_pow2_floor(" + a(0) + ")"
-	case ir.OpCast:
-		return cast(d, v.Type.DType, a(0))
-	case ir.OpWhere:
-		return fmt.Sprintf("%s ? %s : %s", a(0), a(1), a(2))
-	case ir.OpPtrAdd:
-		return a(0) + " + " + a(1)
-	}
-	if op, ok := cOp[v.Op]; ok {
-		return a(0) + " " + op + " " + a(1)
-	}
-	panic("BUG: no C expression for " + v.Op.Name())
-}
-
-func cast(from, to ir.DType, x string) string {
-	switch {
-	case from == to:
-		return x
-	case from.K == ir.KF32 && to.K == ir.KBF16:
-		return "fp8g_f32_to_bf16(" + x + ")"
-	case from.K == ir.KF32 && to.K == ir.KFP8:
-		return "fp8g_to_" + to.Fmt.Name + "(" + x + ")"
-	case from.K == ir.KF32 && to.K == ir.KI32:
-		return "fp8g_f32_to_i32(" + x + ")"
-	case from.K == ir.KBF16 && to.K == ir.KF32:
-		return "fp8g_bf16_to_f32(" + x + ")"
-	case from.K == ir.KFP8 && to.K == ir.KF32:
-		return "fp8g_from_" + from.Fmt.Name + "(" + x + ")"
-	case from.K == ir.KI32 && to.K == ir.KF32:
-		return "(float)" + x
-	case from.K == ir.KI32 && to.K == ir.KI64:
-		return "(long long)" + x
-	case from.K == ir.KBool && to.K == ir.KI32:
-		return "(int)" + x
-	}
-	panic(fmt.Sprintf("BUG: no C cast from %v to %v", from, to))
 }

@@ -8,60 +8,86 @@ import (
 	"github.com/fp8gen/fp8gen/target"
 )
 
-// prelude is the code every kernel needs beside its body: the header (HIP
-// on AMD; on NVIDIA nothing, as nvcc's own definitions serve and Debian's
-// HIP headers do not build against CUDA 13), and the conversions and max/min
-// whose results must match package interp bit for bit.
-func prelude(t *target.Target, formats []*fp8.Format) string {
-	return preludeWith(t, formats, t.HWCvt)
+// prelude is the code the kernels need beside their bodies: the header
+// (HIP on AMD; on NVIDIA nothing, as nvcc's own definitions serve and
+// Debian's HIP headers do not build against CUDA 13), and those of the
+// conversions and max/min — whose results must match package ir's
+// semantics bit for bit — that code calls.
+func prelude(t *target.Target, formats []*fp8.Format, code string) string {
+	var sb strings.Builder
+	sb.WriteString(header(t))
+	for _, h := range helperFns(t, formats, t.HWCvt) {
+		if strings.Contains(code, h.name+"(") {
+			sb.WriteString(h.text)
+		}
+	}
+	return sb.String()
 }
 
-// preludeWith writes the prelude. With hw (NVIDIA sm_89+) the conversions to
-// fp8 are cvt.rn.satfinite and max/min use max.f32; otherwise both are
-// written out in portable code.
+func header(t *target.Target) string {
+	h := "#include <stdint.h>\n\n#define FP8G_FN static __device__ __forceinline__\n\n"
+	if t.Vendor == target.AMD {
+		h = "#include <hip/hip_runtime.h>\n" + h
+	}
+	return h
+}
+
+// preludeWith writes the whole prelude. With hw (NVIDIA sm_89+) the
+// conversions to fp8 are cvt.rn.satfinite and max/min use max.f32;
+// otherwise both are written out in portable code.
 func preludeWith(t *target.Target, formats []*fp8.Format, hw bool) string {
 	var sb strings.Builder
-	if t.Vendor == target.AMD {
-		sb.WriteString("#include <hip/hip_runtime.h>\n")
+	sb.WriteString(header(t))
+	for _, h := range helperFns(t, formats, hw) {
+		sb.WriteString(h.text)
 	}
-	fmt.Fprintf(&sb, `#include <stdint.h>
+	return sb.String()
+}
 
-#define FP8G_FN static __device__ __forceinline__
+type helperFn struct{ name, text string }
 
-%[1]sFP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
-FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }
-FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
-// Round to nearest even; NaN stays a quiet NaN.
+func helperFns(t *target.Target, formats []*fp8.Format, hw bool) []helperFn {
+	max, min := maxMin(hw)
+	fns := []helperFn{
+		{"fp8g_maxf", max},
+		{"fp8g_minf", min},
+		{"fp8g_absf", "FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }\n"},
+		{"fp8g_negf", "FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }\n"},
+		{"fp8g_bf16_to_f32", "FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n"},
+		{"fp8g_f32_to_bf16", `// Round to nearest even; NaN stays a quiet NaN.
 FP8G_FN uint16_t fp8g_f32_to_bf16(float f) {
   uint32_t u = __float_as_uint(f);
   if (f != f) return (uint16_t)((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
-// The largest power of two not above x, for finite x > 0; x otherwise.
+`},
+		{"fp8g_pow2_floor", `// The largest power of two not above x, for finite x > 0; x otherwise.
 FP8G_FN float fp8g_pow2_floor(float x) {
   uint32_t u = __float_as_uint(x);
   if (!(x > 0.0f) || u >= 0x7f800000u) return x;
   if ((u >> 23) == 0) return __uint_as_float(1u << (31 - __clz(u)));
   return __uint_as_float(u & 0xff800000u);
 }
-// Truncate toward zero, saturate, NaN to 0.
+`},
+		{"fp8g_f32_to_i32", `// Truncate toward zero, saturate, NaN to 0.
 FP8G_FN int fp8g_f32_to_i32(float f) {
   if (f != f) return 0;
   if (f >= 2147483648.0f) return 2147483647;
   if (f <= -2147483648.0f) return (int)0x80000000;
   return (int)f;
 }
-`, maxMin(hw))
+`},
+	}
 	for _, f := range formats {
 		if hw && !f.FNUZ {
-			sb.WriteString(hwEncoder(f))
+			fns = append(fns, helperFn{"fp8g_to_" + f.Name, hwEncoder(f)})
 		} else {
-			sb.WriteString(encoder(f))
+			fns = append(fns, helperFn{"fp8g_to_" + f.Name, encoder(f)})
 		}
-		sb.WriteString(decoder(f))
+		fns = append(fns, helperFn{"fp8g_from_" + f.Name, decoder(f)})
 	}
-	return sb.String()
+	return fns
 }
 
 // maxCode is the code of +Max.
@@ -173,12 +199,12 @@ func pow2(n int) float64 {
 // any NaN, signaling ones too (the backend tests hold it to the Go reference
 // on the H200). Elsewhere NaN is tested explicitly: AMD's IEEE mode quiets a
 // signaling NaN instead, and so does the host's fmaxf.
-func maxMin(hw bool) string {
+func maxMin(hw bool) (max, min string) {
 	if hw {
 		return `FP8G_FN float fp8g_maxf(float a, float b) {
   return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : fmaxf(a, b);
 }
-FP8G_FN float fp8g_minf(float a, float b) {
+`, `FP8G_FN float fp8g_minf(float a, float b) {
   return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : fminf(a, b);
 }
 `
@@ -188,7 +214,7 @@ FP8G_FN float fp8g_minf(float a, float b) {
   if (b != b) return a;
   return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
 }
-FP8G_FN float fp8g_minf(float a, float b) {
+`, `FP8G_FN float fp8g_minf(float a, float b) {
   if (a != a) return b;
   if (b != b) return a;
   return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : (a < b ? a : b);

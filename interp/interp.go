@@ -1,15 +1,20 @@
-// Package interp executes a lowered (thread-level) kernel on the CPU, lane by
-// lane: every value is held as one register file per lane of the block, in the
-// layout lowering chose, so the interpreter runs exactly the shuffles, LDS
-// round trips and per-lane folds the GPU runs, in the same order, and its
-// results are bit-identical to the emitted code's.
+// Package interp executes a lowered kernel — the lanes program of package
+// lower — on the CPU, lane by lane. Every value is a register file per lane
+// (or one value, if uniform), and every op is the op the emitter prints:
+// the interpreter knows nothing of layouts, so what it runs is exactly the
+// index arithmetic, register maps, shuffles, LDS round trips and barriers
+// that lowering wrote, and its results are bit-identical to the emitted
+// code's.
 //
-// The lanes of a block run in lockstep, op by op: a barrier is then a
-// no-op for ordering, but the interpreter still checks that the kernel has
-// the barriers it needs, by recording, per LDS byte, which lane last wrote
-// and read it between which barriers; a cross-lane access not separated by a
-// barrier is reported as a race. Blocks run in parallel on the host's cores.
-// Global accesses are bounds-checked against their buffers.
+// The lanes of a block run in lockstep, op by op. A barrier is then a no-op
+// for ordering, but the interpreter checks that the kernel has the barriers
+// it needs by recording, per LDS byte, which lane last wrote and read it
+// between which barriers: a cross-lane access not separated by a barrier is
+// a race. It also checks what lowering claims and the GPU relies on: global
+// and LDS accesses in bounds; vectors contiguous and aligned to their
+// width; one mask bit standing for a vector only where the mask is indeed
+// the same over it; loop bounds and if conditions the same in every lane;
+// assumed divisibility. Blocks run in parallel on the host's cores.
 package interp
 
 import (
@@ -25,26 +30,30 @@ import (
 // []byte for each pointer parameter (its host memory, little-endian) and an
 // int for each size.
 func Launch(f *ir.Func, grid [3]int, args []any) error {
+	if f.Phase != ir.PhaseLanes {
+		return fmt.Errorf("%s: the kernel is in the %v phase; lower it first", f.Name, f.Phase)
+	}
 	if len(args) != len(f.Params) {
 		return fmt.Errorf("%s takes %d arguments, got %d", f.Name, len(f.Params), len(args))
 	}
-	m := &machine{f: f, grid: grid}
+	m := &machine{f: f, grid: grid, slot: map[*ir.Value]int{}}
 	for i, p := range f.Params {
 		switch p.Op {
 		case ir.OpParam:
 			b, ok := args[i].([]byte)
 			if !ok {
-				return fmt.Errorf("%s: argument %s: want []byte, got %T", f.Name, p.Name, args[i])
+				return fmt.Errorf("%s: argument %s: want []byte, got %T", f.Name, p.ArgName(), args[i])
 			}
 			m.bufs = append(m.bufs, b)
+			m.names = append(m.names, p.ArgName())
 			m.args = append(m.args, uint64(len(m.bufs)-1)<<48)
 		case ir.OpSize:
 			n, ok := args[i].(int)
 			if !ok {
-				return fmt.Errorf("%s: argument %s: want int, got %T", f.Name, p.Name, args[i])
+				return fmt.Errorf("%s: argument %s: want int, got %T", f.Name, p.ArgName(), args[i])
 			}
-			if n < math.MinInt32 || n > math.MaxInt32 {
-				return fmt.Errorf("%s: argument %s = %d does not fit in i32", f.Name, p.Name, n)
+			if p.Type.DType == ir.I32 && (n < math.MinInt32 || n > math.MaxInt32) {
+				return fmt.Errorf("%s: argument %s = %d does not fit in i32", f.Name, p.ArgName(), n)
 			}
 			m.args = append(m.args, uint64(int64(n)))
 		}
@@ -58,6 +67,13 @@ func Launch(f *ir.Func, grid [3]int, args []any) error {
 	if total == 0 {
 		return nil
 	}
+	f.Walk(func(v *ir.Value) {
+		m.slot[v] = len(m.sizes)
+		m.sizes = append(m.sizes, max(v.Type.Regs, 1)*f.Threads)
+		if v.Type.Regs == 0 {
+			m.sizes[len(m.sizes)-1] = 1
+		}
+	})
 	workers := min(runtime.GOMAXPROCS(0), total)
 	next := make(chan int, total)
 	for i := 0; i < total; i++ {
@@ -74,7 +90,7 @@ func Launch(f *ir.Func, grid [3]int, args []any) error {
 			for id := range next {
 				pid := [3]int{id % grid[0], id / grid[0] % grid[1], id / (grid[0] * grid[1])}
 				if err := b.run(pid); err != nil {
-					errs[w] = err
+					errs[w] = fmt.Errorf("program %v: %w", pid, err)
 					return
 				}
 			}
@@ -93,64 +109,28 @@ type machine struct {
 	f      *ir.Func
 	grid   [3]int
 	bufs   [][]byte
+	names  []string
 	args   []uint64
 	atomic sync.Mutex
-	// elems caches, per tile type, which element each (lane, register)
-	// holds: the same for every block, and costly to recompute.
-	elemMu sync.Mutex
-	elems  map[string]*elemTable
-}
-
-// elemTable is a layout applied to a shape, for every lane and register.
-type elemTable struct {
-	regs   int
-	coords [][]int // [lane*regs + r] → tile coordinate
-	owner  []bool  // first copy of its element
-}
-
-func (m *machine) table(t ir.Type) *elemTable {
-	key := fmt.Sprint(t.Shape, t.Layout)
-	m.elemMu.Lock()
-	defer m.elemMu.Unlock()
-	if e, ok := m.elems[key]; ok {
-		return e
-	}
-	n := m.f.Threads
-	r := t.Layout.Regs(t.Shape)
-	e := &elemTable{regs: r, coords: make([][]int, n*r), owner: make([]bool, n*r)}
-	for tid := 0; tid < n; tid++ {
-		for j := 0; j < r; j++ {
-			e.coords[tid*r+j], e.owner[tid*r+j] = t.Layout.Elem(t.Shape, tid, j)
-		}
-	}
-	if m.elems == nil {
-		m.elems = map[string]*elemTable{}
-	}
-	m.elems[key] = e
-	return e
+	slot   map[*ir.Value]int // the value's register file
+	sizes  []int
 }
 
 // block is the state of one program: a register file per value.
 type block struct {
-	m     *machine
-	pid   [3]int
-	n     int               // lanes
-	regs  map[*ir.Value]int // registers per lane
-	slots map[*ir.Value][]uint64
-	lds   []byte
-	race  ldsTracker
+	m    *machine
+	pid  [3]int
+	n    int // lanes
+	regs [][]uint64
+	lds  []byte
+	race ldsTracker
 }
 
 func (m *machine) newBlock() *block {
-	b := &block{m: m, n: m.f.Threads, regs: map[*ir.Value]int{}, slots: map[*ir.Value][]uint64{}}
-	m.f.Walk(func(v *ir.Value) {
-		r := 1
-		if v.Type.Rank() > 0 {
-			r = v.Type.Layout.Regs(v.Type.Shape)
-		}
-		b.regs[v] = r
-		b.slots[v] = make([]uint64, r*b.n)
-	})
+	b := &block{m: m, n: m.f.Threads, regs: make([][]uint64, len(m.sizes))}
+	for i, s := range m.sizes {
+		b.regs[i] = make([]uint64, s)
+	}
 	b.lds = make([]byte, m.f.LDSBytes)
 	b.race.init(m.f.LDSBytes)
 	return b
@@ -175,80 +155,138 @@ func where(v *ir.Value) string {
 	return fmt.Sprintf("%s:%d: %s", v.Pos.File, v.Pos.Line, v.Op.Name())
 }
 
-// scalar is lane 0's value of a uniform scalar.
-func (b *block) scalar(v *ir.Value) uint64 { return b.slots[v][0] }
+// file is v's register file: one word if uniform, else lanes × registers.
+func (b *block) file(v *ir.Value) []uint64 { return b.regs[b.m.slot[v]] }
 
-func (b *block) fill(v *ir.Value, x uint64) {
-	s := b.slots[v]
-	for i := range s {
-		s[i] = x
+// operand reads an operand register by register, whatever its form: a
+// uniform value or a single register stands for every register.
+type operand struct {
+	w      []uint64
+	ls, rs int
+}
+
+func (b *block) op(v *ir.Value) operand {
+	w := b.file(v)
+	switch n := v.Type.Regs; n {
+	case 0:
+		return operand{w, 0, 0}
+	case 1:
+		return operand{w, 1, 0}
+	default:
+		return operand{w, n, 1}
 	}
 }
 
+func (o operand) at(t, r int) uint64 { return o.w[t*o.ls+r*o.rs] }
+
+// lanes is the number of lanes and registers a result of v covers.
+func (b *block) shape(v *ir.Value) (lanes, regs int) {
+	if v.Type.Regs == 0 {
+		return 1, 1
+	}
+	return b.n, v.Type.Regs
+}
+
+// uniform is the one value of a scalar every lane must agree on.
+func (b *block) uniform(v *ir.Value, what string) (uint64, error) {
+	o := b.op(v)
+	x := o.at(0, 0)
+	if v.Type.Regs == 0 {
+		return x, nil
+	}
+	for t := 1; t < b.n; t++ {
+		if o.at(t, 0) != x {
+			return 0, fmt.Errorf("%s: %s differs between lanes 0 and %d (%d, %d): the GPU would diverge", where(v), what, t, int64(x), int64(o.at(t, 0)))
+		}
+	}
+	return x, nil
+}
+
 func (b *block) step(v *ir.Value) error {
-	out := b.slots[v]
-	R := b.regs[v]
+	out := b.file(v)
 	switch v.Op {
 	case ir.OpParam, ir.OpSize:
 		for i, p := range b.m.f.Params {
 			if p == v {
-				b.fill(v, b.m.args[i])
+				out[0] = b.m.args[i]
 			}
 		}
 	case ir.OpProgramID:
-		b.fill(v, uint64(int64(b.pid[v.Aux])))
+		out[0] = uint64(int64(b.pid[v.Axis()]))
 	case ir.OpNumPrograms:
-		b.fill(v, uint64(int64(b.m.grid[v.Aux])))
+		out[0] = uint64(int64(b.m.grid[v.Axis()]))
 	case ir.OpConst:
-		b.fill(v, constBits(v))
-	case ir.OpArange:
-		for i, c := range b.m.table(v.Type).coords {
-			out[i] = uint64(int64(c[0]))
+		out[0] = ir.ConstBits(v.Type.DType, v.Const())
+	case ir.OpTid:
+		for t := range b.n {
+			out[t] = uint64(t)
 		}
-	case ir.OpSplat:
-		src := b.slots[v.Args[0]]
-		sr := b.regs[v.Args[0]]
-		for t := 0; t < b.n; t++ {
-			for r := 0; r < R; r++ {
-				out[t*R+r] = src[t*sr]
+	case ir.OpRegConst:
+		c := v.Consts()
+		for t := range b.n {
+			for r, x := range c {
+				out[t*len(c)+r] = ir.Trunc(v.Type.DType, x)
 			}
 		}
-	case ir.OpBroadcast, ir.OpExpandDims, ir.OpTrans:
-		src := b.slots[v.Args[0]]
-		sr := b.regs[v.Args[0]]
-		for t := 0; t < b.n; t++ {
-			for r := 0; r < R; r++ {
-				out[t*R+r] = src[t*sr+v.Map[r]]
+	case ir.OpSplat:
+		x := b.op(v.Args[0])
+		lanes, regs := b.shape(v)
+		for t := range lanes {
+			for r := range regs {
+				out[t*regs+r] = x.at(t, 0)
+			}
+		}
+	case ir.OpGatherRegs:
+		x := b.op(v.Args[0])
+		m := v.RegMap()
+		for t := range b.n {
+			for r, s := range m {
+				out[t*len(m)+r] = x.at(t, s)
+			}
+		}
+	case ir.OpReduceRegs:
+		b.reduceRegs(v)
+	case ir.OpButterfly:
+		b.butterfly(v)
+	case ir.OpShflXor:
+		x := b.op(v.Args[0])
+		n, mask := v.Type.Regs, v.Lane()
+		for t := range b.n {
+			for r := range n {
+				out[t*n+r] = x.at(t^mask, r)
 			}
 		}
 	case ir.OpLoad:
 		return b.load(v)
-	case ir.OpStore, ir.OpAtomicMax, ir.OpAtomicAdd:
+	case ir.OpStore:
 		return b.store(v)
-	case ir.OpFor:
-		return b.loop(v)
-	case ir.OpYield:
-		// Handled by loop.
-	case ir.OpForResult:
-		copy(out, b.slots[v.Args[0].Body.Vars[1+v.Aux]])
-	case ir.OpLoopVar:
-		// Set by loop.
-	case ir.OpReduceLanes:
-		b.reduceLanes(v)
-	case ir.OpReduceWave:
-		b.reduceWave(v)
-	case ir.OpReduceWaves:
-		return b.reduceWaves(v)
+	case ir.OpAtomic:
+		return b.atomicOp(v)
 	case ir.OpLDSStore:
 		return b.ldsStore(v)
 	case ir.OpLDSLoad:
 		return b.ldsLoad(v)
+	case ir.OpLDSReduce:
+		return b.ldsReduce(v)
 	case ir.OpBarrier:
 		b.race.barrier()
-	case ir.OpReduce, ir.OpConvert:
-		panic("BUG: " + v.Op.Name() + " reached the interpreter unlowered")
+	case ir.OpFor:
+		return b.loop(v)
+	case ir.OpIf:
+		c, err := b.uniform(v.Args[0], "the if condition")
+		if err != nil {
+			return err
+		}
+		if c != 0 {
+			return b.exec(v.Body)
+		}
+	case ir.OpYield, ir.OpLoopVar:
+		// Set by loop.
+	case ir.OpForResult:
+		_, carried := v.Args[0].ForVars()
+		copy(out, b.file(carried[v.Index()]))
 	default:
-		if !v.Op.IsElementwise() {
+		if !v.Op.IsElementwise() || !v.Op.InPhase(ir.PhaseLanes) {
 			panic("BUG: interp has no case for " + v.Op.Name())
 		}
 		return b.elementwise(v)
@@ -256,45 +294,153 @@ func (b *block) step(v *ir.Value) error {
 	return nil
 }
 
-func constBits(v *ir.Value) uint64 {
-	d := v.Type.DType
-	switch d.K {
-	case ir.KF32:
-		return uint64(math.Float32bits(float32(v.AuxF)))
-	case ir.KBF16:
-		return uint64(ir.F32ToBF16(float32(v.AuxF)))
-	case ir.KFP8:
-		return uint64(d.Fmt.EncodeSat(float32(v.AuxF)))
-	}
-	return uint64(v.Aux)
-}
-
 func (b *block) loop(v *ir.Value) error {
-	lo := int32(b.scalar(v.Args[0]))
-	hi := int32(b.scalar(v.Args[1]))
-	st := int32(b.scalar(v.Args[2]))
+	var bounds [3]int64
+	for i, what := range []string{"the loop's start", "the loop's end", "the loop's step"} {
+		x, err := b.uniform(v.Args[i], what)
+		if err != nil {
+			return err
+		}
+		bounds[i] = int64(x)
+		if v.Args[i].Type.DType == ir.I32 {
+			bounds[i] = int64(int32(x))
+		}
+	}
+	lo, hi, st := bounds[0], bounds[1], bounds[2]
 	if st <= 0 {
 		return fmt.Errorf("%s: loop step %d is not positive", where(v), st)
 	}
 	iv, carried := v.ForVars()
 	for i, c := range carried {
-		copy(b.slots[c], b.slots[v.Args[3+i]])
+		copy(b.file(c), b.file(v.Args[3+i]))
 	}
-	yield := v.Body.Values[len(v.Body.Values)-1]
+	yield := v.Yield()
 	tmp := make([][]uint64, len(carried))
-	for i := int64(lo); i < int64(hi); i += int64(st) {
-		b.fill(iv, uint64(i))
+	ivf := b.file(iv)
+	for i := lo; i < hi; i += st {
+		for j := range ivf {
+			ivf[j] = ir.Trunc(iv.Type.DType, i)
+		}
 		if err := b.exec(v.Body); err != nil {
 			return err
 		}
 		for j, y := range yield.Args {
-			tmp[j] = append(tmp[j][:0], b.slots[y]...)
+			tmp[j] = append(tmp[j][:0], b.file(y)...)
 		}
 		for j, c := range carried {
-			copy(b.slots[c], tmp[j])
+			copy(b.file(c), tmp[j])
 		}
 	}
 	return nil
+}
+
+func (b *block) elementwise(v *ir.Value) error {
+	out := b.file(v)
+	lanes, regs := b.shape(v)
+	d := v.Args[0].Type.DType
+	switch v.Op {
+	case ir.OpWhere:
+		c, x, y := b.op(v.Args[0]), b.op(v.Args[1]), b.op(v.Args[2])
+		for t := range lanes {
+			for r := range regs {
+				if c.at(t, r) != 0 {
+					out[t*regs+r] = x.at(t, r)
+				} else {
+					out[t*regs+r] = y.at(t, r)
+				}
+			}
+		}
+		return nil
+	case ir.OpPtrAdd:
+		p, o := b.op(v.Args[0]), b.op(v.Args[1])
+		size := int64(d.Elem().Bytes())
+		od := v.Args[1].Type.DType
+		for t := range lanes {
+			for r := range regs {
+				buf, off := ptr(p.at(t, r))
+				i := int64(o.at(t, r))
+				if od == ir.I32 {
+					i = int64(int32(i))
+				}
+				out[t*regs+r] = uint64(buf)<<48 | uint64(off+i*size)&(1<<48-1)
+			}
+		}
+		return nil
+	case ir.OpAssume:
+		x := b.op(v.Args[0])
+		div := uint64(v.Assumption().Div)
+		for t := range lanes {
+			for r := range regs {
+				e := x.at(t, r)
+				if int64(e)%int64(div) != 0 {
+					return fmt.Errorf("%s: the kernel asserts a multiple of %d, lane %d register %d holds %d", where(v), div, t, r, int64(e))
+				}
+				out[t*regs+r] = e
+			}
+		}
+		return nil
+	}
+	if len(v.Args) == 1 {
+		x := b.op(v.Args[0])
+		for t := range lanes {
+			for r := range regs {
+				out[t*regs+r] = ir.EvalUnary(v.Op, d, v.Type.DType, x.at(t, r))
+			}
+		}
+		return nil
+	}
+	x, y := b.op(v.Args[0]), b.op(v.Args[1])
+	for t := range lanes {
+		for r := range regs {
+			z, err := ir.EvalBinary(v.Op, d, x.at(t, r), y.at(t, r))
+			if err != nil {
+				return fmt.Errorf("%s: lane %d register %d: %v", where(v), t, r, err)
+			}
+			out[t*regs+r] = z
+		}
+	}
+	return nil
+}
+
+// reduceRegs folds each group of registers in each lane, as FoldAttr says.
+func (b *block) reduceRegs(v *ir.Value) {
+	a := v.Fold()
+	x := b.op(v.Args[0])
+	out := b.file(v)
+	n := v.Type.Regs
+	d := v.Type.DType
+	tmp := make([]uint64, a.N)
+	for t := range b.n {
+		for j := range n {
+			base := (j/a.Stride)*a.Stride*a.N + j%a.Stride
+			for k := range a.N {
+				tmp[k] = x.at(t, base+k*a.Stride)
+			}
+			for k := 1; k < a.N; k++ {
+				tmp[0] = ir.Fold(a.Kind, d, tmp[0], tmp[k])
+			}
+			out[t*n+j] = tmp[0]
+		}
+	}
+}
+
+// butterfly combines each lane with lane ^ First, then ^ 2·First, …
+func (b *block) butterfly(v *ir.Value) {
+	a := v.Butterfly()
+	n := v.Type.Regs
+	cur := append([]uint64(nil), b.file(v.Args[0])...)
+	next := make([]uint64, len(cur))
+	for k := range a.Steps {
+		off := a.First << k
+		for t := range b.n {
+			p := t ^ off
+			for r := range n {
+				next[t*n+r] = ir.Fold(a.Kind, v.Type.DType, cur[t*n+r], cur[p*n+r])
+			}
+		}
+		cur, next = next, cur
+	}
+	copy(b.file(v), cur)
 }
 
 // ptr splits a pointer into its buffer and byte offset.
@@ -307,65 +453,9 @@ func (b *block) access(v *ir.Value, p uint64, size int) ([]byte, error) {
 	buf, off := ptr(p)
 	data := b.m.bufs[buf]
 	if off < 0 || off+int64(size) > int64(len(data)) {
-		return nil, fmt.Errorf("%s: out-of-bounds access to %s at byte %d (%d bytes long)", where(v), b.m.f.Params[paramIndex(b.m.f, buf)].Name, off, len(data))
+		return nil, fmt.Errorf("%s: out-of-bounds access to %s at byte %d (%d bytes long)", where(v), b.m.names[buf], off, len(data))
 	}
 	return data[off : off+int64(size)], nil
-}
-
-// paramIndex maps a buffer number back to its parameter, for messages.
-func paramIndex(f *ir.Func, buf int) int {
-	n := 0
-	for i, p := range f.Params {
-		if p.Op == ir.OpParam {
-			if n == buf {
-				return i
-			}
-			n++
-		}
-	}
-	panic("BUG: buffer without parameter")
-}
-
-// checkAligned holds a vector access to what the GPU requires: the first
-// element of each group of Vec registers aligned to the whole vector, where
-// the group is accessed whole (every mask set).
-func (b *block) checkAligned(v *ir.Value, ps, ms []uint64, R int) error {
-	vec := v.Vec
-	if vec <= 1 {
-		return nil
-	}
-	size := int64(v.Args[0].Type.DType.Elem().Bytes()) * int64(vec)
-	for g := 0; g < len(ps); g += vec {
-		whole := true
-		for j := 0; j < vec; j++ {
-			whole = whole && ms[g+j] != 0
-		}
-		if _, off := ptr(ps[g]); whole && off%size != 0 {
-			return fmt.Errorf("%s: %d-byte vector access at byte offset %d is misaligned", where(v), size, off)
-		}
-	}
-	return nil
-}
-
-func (b *block) load(v *ir.Value) error {
-	out := b.slots[v]
-	ps, ms, os := b.slots[v.Args[0]], b.slots[v.Args[1]], b.slots[v.Args[2]]
-	size := v.Type.DType.Bytes()
-	if err := b.checkAligned(v, ps, ms, b.regs[v]); err != nil {
-		return err
-	}
-	for i := range out {
-		if ms[i] == 0 {
-			out[i] = os[i]
-			continue
-		}
-		mem, err := b.access(v, ps[i], size)
-		if err != nil {
-			return err
-		}
-		out[i] = readBits(mem)
-	}
-	return nil
 }
 
 func readBits(mem []byte) uint64 {
@@ -382,116 +472,296 @@ func writeBits(mem []byte, x uint64) {
 	}
 }
 
-// store writes (or atomically combines) the elements each lane owns: a
-// replicated element is written once.
-func (b *block) store(v *ir.Value) error {
-	ps, xs, ms := b.slots[v.Args[0]], b.slots[v.Args[1]], b.slots[v.Args[2]]
-	t0 := v.Args[0].Type
-	R := b.regs[v.Args[0]]
-	size := t0.DType.Elem().Bytes()
-	var owner []bool
-	if t0.Rank() > 0 {
-		owner = b.m.table(t0).owner
+// vector describes the group of registers r0 … r0+vec-1 of lane t of a
+// memory access: whether it moves as one vector (every mask bit set, or
+// the first standing for all where lowering said so), after checking what
+// the GPU needs of a vector: addresses consecutive, the first aligned to
+// the whole vector, and a claimed-uniform mask indeed uniform.
+func vectorCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, size int, uniform bool) (whole bool, err error) {
+	if vec <= 1 {
+		return mask(r0), nil
 	}
-	if v.Op == ir.OpStore {
-		if err := b.checkAligned(v, ps, ms, R); err != nil {
-			return err
+	whole = true
+	for j := range vec {
+		whole = whole && mask(r0+j)
+	}
+	if uniform {
+		for j := 1; j < vec; j++ {
+			if mask(r0+j) != mask(r0) {
+				return false, fmt.Errorf("%s: the mask of a %d-element vector is claimed uniform, but element %d differs from element 0 (register %d)", where(v), vec, j, r0)
+			}
+		}
+		whole = mask(r0)
+	}
+	if !whole {
+		return false, nil
+	}
+	a0 := addr(r0)
+	for j := 1; j < vec; j++ {
+		if addr(r0+j) != a0+int64(j*size) {
+			return false, fmt.Errorf("%s: a %d-element vector is not contiguous: element %d at byte %d, element 0 at %d", where(v), vec, j, addr(r0+j), a0)
 		}
 	}
-	for t := 0; t < b.n; t++ {
-		for r := 0; r < R; r++ {
-			i := t*R + r
-			if ms[i] == 0 {
-				continue
-			}
-			if t0.Rank() == 0 {
-				if t != 0 {
-					continue
-				}
-			} else if !owner[i] {
-				continue
-			}
-			mem, err := b.access(v, ps[i], size)
+	if a0%int64(vec*size) != 0 {
+		return false, fmt.Errorf("%s: %d-byte vector access at byte offset %d is misaligned", where(v), vec*size, a0)
+	}
+	return true, nil
+}
+
+func (b *block) load(v *ir.Value) error {
+	out := b.file(v)
+	lanes, regs := b.shape(v)
+	p, m, o := b.op(v.Ptr()), b.op(v.Mask()), b.op(v.Other())
+	size := v.Type.DType.Bytes()
+	mem := v.Mem()
+	vec := max(mem.Vec, 1)
+	for t := range lanes {
+		for r0 := 0; r0 < regs; r0 += vec {
+			whole, err := vectorCheck(v, func(r int) int64 { _, off := ptr(p.at(t, r)); return off },
+				func(r int) bool { return m.at(t, r) != 0 }, r0, vec, size, mem.Uniform)
 			if err != nil {
 				return err
 			}
-			switch v.Op {
-			case ir.OpStore:
-				writeBits(mem, xs[i])
-			default:
-				b.m.atomic.Lock()
-				old := readBits(mem)
-				writeBits(mem, combine(v.Op, v.Args[1].Type.DType, old, xs[i]))
-				b.m.atomic.Unlock()
+			for r := r0; r < r0+vec && r < regs; r++ {
+				if !whole && (vec == 1 || mem.Uniform || m.at(t, r) == 0) {
+					out[t*regs+r] = o.at(t, r)
+					continue
+				}
+				x, err := b.access(v, p.at(t, r), size)
+				if err != nil {
+					return err
+				}
+				out[t*regs+r] = readBits(x)
 			}
 		}
 	}
 	return nil
 }
 
-func combine(op ir.Op, d ir.DType, a, x uint64) uint64 {
-	red := ir.RMax
-	if op == ir.OpAtomicAdd {
-		red = ir.RSum
-	}
-	return fold(red, d, a, x)
-}
-
-// fold applies a reduction's combining function.
-func fold(k ir.ReduceKind, d ir.DType, a, x uint64) uint64 {
-	if d.K == ir.KF32 {
-		fa, fx := f32(a), f32(x)
-		switch k {
-		case ir.RMax:
-			return bitsF32(ir.MaxF32(fa, fx))
-		case ir.RMin:
-			return bitsF32(ir.MinF32(fa, fx))
+// store writes where the mask holds; lowering has put the owner predicate
+// in it, so that a replicated element is written once.
+func (b *block) store(v *ir.Value) error {
+	p, x, m := b.op(v.Ptr()), b.op(v.Data()), b.op(v.Mask())
+	lanes, regs := 1, 1
+	for _, a := range v.Args {
+		if a.Type.Regs > 0 {
+			lanes = b.n
+			regs = max(regs, a.Type.Regs)
 		}
-		return bitsF32(fa + fx)
 	}
-	ia, ix := int64(a), int64(x)
-	if d.K == ir.KI32 {
-		ia, ix = int64(int32(a)), int64(int32(x))
+	size := v.Data().Type.DType.Bytes()
+	mem := v.Mem()
+	vec := max(mem.Vec, 1)
+	for t := range lanes {
+		for r0 := 0; r0 < regs; r0 += vec {
+			whole, err := vectorCheck(v, func(r int) int64 { _, off := ptr(p.at(t, r)); return off },
+				func(r int) bool { return m.at(t, r) != 0 }, r0, vec, size, mem.Uniform)
+			if err != nil {
+				return err
+			}
+			for r := r0; r < r0+vec && r < regs; r++ {
+				if !whole && (vec == 1 || mem.Uniform || m.at(t, r) == 0) {
+					continue
+				}
+				dst, err := b.access(v, p.at(t, r), size)
+				if err != nil {
+					return err
+				}
+				writeBits(dst, x.at(t, r))
+			}
+		}
 	}
-	var r int64
-	switch k {
-	case ir.RMax:
-		r = max(ia, ix)
-	case ir.RMin:
-		r = min(ia, ix)
-	default:
-		r = ia + ix
-	}
-	if d.K == ir.KI32 {
-		r = int64(int32(r))
-	}
-	return uint64(r)
+	return nil
 }
 
-func f32(x uint64) float32     { return math.Float32frombits(uint32(x)) }
-func bitsF32(f float32) uint64 { return uint64(math.Float32bits(f)) }
-
-// Cast converts one element's bits between types, as the back ends do.
-func Cast(from, to ir.DType, x uint64) uint64 {
-	switch {
-	case from == to:
-		return x
-	case from.K == ir.KF32 && to.K == ir.KBF16:
-		return uint64(ir.F32ToBF16(f32(x)))
-	case from.K == ir.KF32 && to.K == ir.KFP8:
-		return uint64(to.Fmt.EncodeSat(f32(x)))
-	case from.K == ir.KF32 && to.K == ir.KI32:
-		return uint64(int64(ir.F32ToI32(f32(x))))
-	case from.K == ir.KBF16 && to.K == ir.KF32:
-		return bitsF32(ir.BF16ToF32(uint16(x)))
-	case from.K == ir.KFP8 && to.K == ir.KF32:
-		return bitsF32(from.Fmt.Decode(uint8(x)))
-	case from.K == ir.KI32 && to.K == ir.KF32:
-		return bitsF32(float32(int32(x)))
-	case from.K == ir.KI32 && to.K == ir.KI64:
-		return uint64(int64(int32(x)))
-	case from.K == ir.KBool && to.K == ir.KI32:
-		return x
+// atomicOp combines each masked element into memory, one at a time, and
+// yields the old value (0 where the mask is off).
+func (b *block) atomicOp(v *ir.Value) error {
+	p, x, m := b.op(v.Ptr()), b.op(v.Data()), b.op(v.Mask())
+	out := b.file(v)
+	lanes, regs := b.shape(v)
+	if v.Type.Regs == 0 {
+		lanes = b.n // every lane performs it, as every GPU thread would
 	}
-	panic(fmt.Sprintf("BUG: cast from %v to %v", from, to))
+	a := v.AtomicOp()
+	d := v.Data().Type.DType
+	size := d.Bytes()
+	for t := range lanes {
+		for r := range regs {
+			i := min(t*regs+r, len(out)-1)
+			if m.at(t, r) == 0 {
+				out[i] = 0
+				continue
+			}
+			mem, err := b.access(v, p.at(t, r), size)
+			if err != nil {
+				return err
+			}
+			b.m.atomic.Lock()
+			old := readBits(mem)
+			if d.K == ir.KI32 {
+				old = ir.Trunc(d, int64(int32(old)))
+			}
+			if !(a.Kind == ir.RMax && d.K == ir.KF32 && isNaN(x.at(t, r))) { // max ignores NaN
+				writeBits(mem, ir.Fold(a.Kind, d, old, x.at(t, r)))
+			}
+			b.m.atomic.Unlock()
+			out[i] = old
+		}
+	}
+	return nil
+}
+
+func isNaN(x uint64) bool { f := math.Float32frombits(uint32(x)); return f != f }
+
+func (b *block) ldsVector(v *ir.Value, addr operand, mask *operand, t, r0, vec, size int) (bool, error) {
+	m := func(r int) bool { return mask == nil || mask.at(t, r) != 0 }
+	return vectorCheck(v, func(r int) int64 { return int64(int32(addr.at(t, r))) }, m, r0, vec, size, mask != nil)
+}
+
+func (b *block) ldsStore(v *ir.Value) error {
+	x := v.Data()
+	addr, data, mask := b.op(v.Addr()), b.op(x), b.op(v.Mask())
+	regs := max(x.Type.Regs, 1)
+	size := x.Type.DType.Bytes()
+	vec := max(v.Mem().Vec, 1)
+	for t := range b.n {
+		for r0 := 0; r0 < regs; r0 += vec {
+			whole, err := b.ldsVector(v, addr, &mask, t, r0, vec, size)
+			if err != nil {
+				return err
+			}
+			if !whole {
+				continue
+			}
+			for r := r0; r < r0+vec; r++ {
+				if err := b.ldsWrite(v, t, int(int32(addr.at(t, r))), size, data.at(t, r)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (b *block) ldsLoad(v *ir.Value) error {
+	addr := b.op(v.Addr())
+	out := b.file(v)
+	regs := max(v.Type.Regs, 1)
+	size := v.Type.DType.Bytes()
+	vec := max(v.Mem().Vec, 1)
+	for t := range b.n {
+		for r0 := 0; r0 < regs; r0 += vec {
+			if _, err := b.ldsVector(v, addr, nil, t, r0, vec, size); err != nil {
+				return err
+			}
+			for r := r0; r < r0+vec; r++ {
+				x, err := b.ldsRead(v, t, int(int32(addr.at(t, r))), size)
+				if err != nil {
+					return err
+				}
+				out[min(t*regs+r, len(out)-1)] = x
+			}
+		}
+	}
+	return nil
+}
+
+func (b *block) ldsReduce(v *ir.Value) error {
+	a := v.LDSFold()
+	addr := b.op(v.Addr())
+	out := b.file(v)
+	regs := max(v.Type.Regs, 1)
+	d := v.Type.DType
+	size := d.Bytes()
+	for t := range b.n {
+		for r := range regs {
+			base := int(int32(addr.at(t, r)))
+			var acc uint64
+			for w := range a.Count {
+				x, err := b.ldsRead(v, t, base+w*a.Stride, size)
+				if err != nil {
+					return err
+				}
+				if w == 0 {
+					acc = x
+				} else {
+					acc = ir.Fold(a.Kind, d, acc, x)
+				}
+			}
+			out[min(t*regs+r, len(out)-1)] = acc
+		}
+	}
+	return nil
+}
+
+func (b *block) ldsWrite(v *ir.Value, lane, off, size int, x uint64) error {
+	if off < 0 || off+size > len(b.lds) {
+		return fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
+	}
+	if err := b.race.write(lane, off, size); err != nil {
+		return fmt.Errorf("%s: %v", where(v), err)
+	}
+	writeBits(b.lds[off:off+size], x)
+	return nil
+}
+
+func (b *block) ldsRead(v *ir.Value, lane, off, size int) (uint64, error) {
+	if off < 0 || off+size > len(b.lds) {
+		return 0, fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
+	}
+	if err := b.race.read(lane, off, size); err != nil {
+		return 0, fmt.Errorf("%s: %v", where(v), err)
+	}
+	return readBits(b.lds[off : off+size]), nil
+}
+
+// ldsTracker finds LDS races: per byte, the lane that last wrote it and the
+// barrier epoch of that write, and the lane (or many) that read it since.
+type ldsTracker struct {
+	epoch  int
+	wLane  []int32
+	wEpoch []int32
+	rLane  []int32 // -2: several lanes
+	rEpoch []int32
+}
+
+func (r *ldsTracker) init(n int) {
+	r.wLane, r.wEpoch = make([]int32, n), make([]int32, n)
+	r.rLane, r.rEpoch = make([]int32, n), make([]int32, n)
+	for i := 0; i < n; i++ {
+		r.wEpoch[i], r.rEpoch[i] = -1, -1
+	}
+	r.epoch = 0
+}
+
+func (r *ldsTracker) barrier() { r.epoch++ }
+
+func (r *ldsTracker) write(lane, off, size int) error {
+	e := int32(r.epoch)
+	for i := off; i < off+size; i++ {
+		if r.wEpoch[i] == e && r.wLane[i] != int32(lane) {
+			return fmt.Errorf("LDS race: lanes %d and %d write byte %d with no barrier between", r.wLane[i], lane, i)
+		}
+		if r.rEpoch[i] == e && r.rLane[i] != int32(lane) {
+			return fmt.Errorf("LDS race: lane %d writes byte %d that another lane read with no barrier between", lane, i)
+		}
+		r.wLane[i], r.wEpoch[i] = int32(lane), e
+	}
+	return nil
+}
+
+func (r *ldsTracker) read(lane, off, size int) error {
+	e := int32(r.epoch)
+	for i := off; i < off+size; i++ {
+		if r.wEpoch[i] == e && r.wLane[i] != int32(lane) {
+			return fmt.Errorf("LDS race: lane %d reads byte %d that lane %d wrote with no barrier between", lane, i, r.wLane[i])
+		}
+		if r.rEpoch[i] == e && r.rLane[i] != int32(lane) {
+			r.rLane[i] = -2
+		} else {
+			r.rLane[i], r.rEpoch[i] = int32(lane), e
+		}
+	}
+	return nil
 }

@@ -21,17 +21,35 @@ import (
 // operand's element type), and broadcast: a scalar is splatted, and axes of
 // extent 1 stretch ([M,1] with [1,N] gives [M,N]). Ranks must match
 // otherwise: Col and Row make the intent explicit.
+//
+// Index arithmetic — sizes, program ids, aranges, loop variables over them —
+// has the builder's index type: i32 by default, i64 where a launch's tensors
+// may exceed 2^31 elements (SetIndex). A kernel written with them works in
+// either width.
 type Builder struct {
 	f   *Func
 	cur *Block
+	idx DType
 	err error
 }
 
 // NewBuilder starts a kernel of the given name for target t.
 func NewBuilder(name string, t *target.Target) *Builder {
 	f := NewFunc(name, t)
-	return &Builder{f: f, cur: f.Entry}
+	return &Builder{f: f, cur: f.Entry, idx: I32}
 }
+
+// SetIndex sets the index type (I32 or I64) before the kernel is written.
+func (b *Builder) SetIndex(d DType) {
+	if d != I32 && d != I64 {
+		b.fail("index type %v: want i32 or i64", d)
+		return
+	}
+	b.idx = d
+}
+
+// IndexType is the type of the kernel's index arithmetic.
+func (b *Builder) IndexType() DType { return b.idx }
 
 // Target is the hardware the kernel is built for: formats come from here.
 func (b *Builder) Target() *target.Target { return b.f.Target }
@@ -75,7 +93,7 @@ func (b *Builder) fail(format string, args ...any) *Value {
 }
 
 func (b *Builder) placeholder() *Value {
-	return b.f.NewValue(OpConst, Scalar(F32))
+	return b.f.NewValue(OpConst, Scalar(F32), ConstAttr{})
 }
 
 // add checks a new value and appends it to the current block.
@@ -84,15 +102,21 @@ func (b *Builder) add(v *Value) *Value {
 		return b.placeholder()
 	}
 	v.Pos = callerPos()
-	if err := checkValue(v, PhaseTile, 0); err != nil {
+	for _, a := range v.Args {
+		if a.Block == nil && a.Op != OpLoopVar {
+			return b.fail("%s: operand %v comes from an earlier error or another kernel", v.Op.Name(), a)
+		}
+	}
+	c := &checker{phase: PhaseTile}
+	if err := c.value(v); err != nil {
 		return b.fail("%s: %v", v.Op.Name(), err)
 	}
 	b.cur.Append(v)
 	return v
 }
 
-func (b *Builder) val(op Op, t Type, args ...*Value) *Value {
-	return b.add(b.f.NewValue(op, t, args...))
+func (b *Builder) val(op Op, t Type, attr Attr, args ...*Value) *Value {
+	return b.add(b.f.NewValue(op, t, attr, args...))
 }
 
 // Param declares a pointer argument.
@@ -103,17 +127,18 @@ func (b *Builder) Param(name string, elem DType) *Value {
 	return b.param(OpParam, name, PtrTo(elem))
 }
 
-// Size declares an i32 argument: a problem size known only at run time.
-func (b *Builder) Size(name string) *Value { return b.param(OpSize, name, I32) }
+// Size declares an integer argument of the index type: a problem size
+// known only at run time.
+func (b *Builder) Size(name string) *Value { return b.param(OpSize, name, b.idx) }
 
 func (b *Builder) param(op Op, name string, d DType) *Value {
 	if _, err := b.f.Param(name); err == nil {
 		return b.fail("parameter %q declared twice", name)
 	}
 	if b.cur != b.f.Entry {
-		return b.fail("parameter %q declared inside a loop", name)
+		return b.fail("parameter %q declared inside a loop or if", name)
 	}
-	v := b.f.NewValue(op, Scalar(d))
+	v := b.f.NewValue(op, Scalar(d), NameAttr{name})
 	v.Name = name
 	v = b.add(v)
 	if b.err == nil {
@@ -124,30 +149,29 @@ func (b *Builder) param(op Op, name string, d DType) *Value {
 
 // ProgramID is this program's index along grid axis 0, 1 or 2.
 func (b *Builder) ProgramID(axis int) *Value {
-	v := b.f.NewValue(OpProgramID, Scalar(I32))
-	v.Aux = int64(axis)
-	return b.add(v)
+	return b.val(OpProgramID, Scalar(b.idx), AxisAttr{axis})
 }
 
 // NumPrograms is the grid's extent along axis.
 func (b *Builder) NumPrograms(axis int) *Value {
-	v := b.f.NewValue(OpNumPrograms, Scalar(I32))
-	v.Aux = int64(axis)
-	return b.add(v)
+	return b.val(OpNumPrograms, Scalar(b.idx), AxisAttr{axis})
 }
 
 // Const is a scalar constant of type d.
 func (b *Builder) Const(d DType, x float64) *Value {
-	v := b.f.NewValue(OpConst, Scalar(d))
+	var a ConstAttr
 	if d.IsFloat() {
-		v.AuxF = x
+		a.Float = x
 	} else {
-		v.Aux = int64(x)
-		if float64(v.Aux) != x {
+		a.Int = int64(x)
+		if float64(a.Int) != x {
 			return b.fail("const %v is not an integer of type %v", x, d)
 		}
+		if d == I32 && (a.Int < -1<<31 || a.Int >= 1<<31) || d == Bool && a.Int != 0 && a.Int != 1 {
+			return b.fail("const %v does not fit in %v", x, d)
+		}
 	}
-	return b.add(v)
+	return b.val(OpConst, Scalar(d), a)
 }
 
 // F32 is an f32 constant.
@@ -155,6 +179,9 @@ func (b *Builder) F32(x float64) *Value { return b.Const(F32, x) }
 
 // I32 is an i32 constant.
 func (b *Builder) I32(x int) *Value { return b.Const(I32, float64(x)) }
+
+// Int is a constant of the index type.
+func (b *Builder) Int(x int) *Value { return b.Const(b.idx, float64(x)) }
 
 // FP8Max is the largest finite value of the format, as f32.
 func (b *Builder) FP8Max(f *fp8.Format) *Value { return b.F32(float64(f.Max)) }
@@ -164,19 +191,17 @@ func (b *Builder) Full(d DType, x float64, shape ...int) *Value {
 	return b.Splat(b.Const(d, x), shape...)
 }
 
-// Arange is the i32 tile 0, 1, …, n-1; n must be a power of two.
+// Arange is the tile 0, 1, …, n-1 of the index type; n must be a power of two.
 func (b *Builder) Arange(n int) *Value {
 	if n <= 0 || n&(n-1) != 0 {
 		return b.fail("arange(%d): the extent must be a power of two", n)
 	}
-	v := b.f.NewValue(OpArange, Tile(I32, n))
-	v.Aux = int64(n)
-	return b.add(v)
+	return b.val(OpArange, Tile(b.idx, n), IntAttr{n})
 }
 
 // Splat copies a scalar into every element of a tile.
 func (b *Builder) Splat(x *Value, shape ...int) *Value {
-	return b.val(OpSplat, Tile(x.Type.DType, shape...), x)
+	return b.val(OpSplat, Tile(x.Type.DType, shape...), nil, x)
 }
 
 // ExpandDims inserts an axis of extent 1 at axis.
@@ -190,9 +215,7 @@ func (b *Builder) ExpandDims(x *Value, axis int) *Value {
 	s := append([]int(nil), x.Type.Shape[:axis]...)
 	s = append(s, 1)
 	s = append(s, x.Type.Shape[axis:]...)
-	v := b.f.NewValue(OpExpandDims, Tile(x.Type.DType, s...), x)
-	v.Aux = int64(axis)
-	return b.add(v)
+	return b.val(OpExpandDims, Tile(x.Type.DType, s...), AxisAttr{axis}, x)
 }
 
 // Col makes a column [n,1] of a 1-D tile [n].
@@ -209,7 +232,7 @@ func (b *Builder) BroadcastTo(x *Value, shape ...int) *Value {
 	if SameShape(x.Type, Tile(x.Type.DType, shape...)) {
 		return x
 	}
-	return b.val(OpBroadcast, Tile(x.Type.DType, shape...), x)
+	return b.val(OpBroadcast, Tile(x.Type.DType, shape...), nil, x)
 }
 
 // operand turns a Go number into a constant of like's element type.
@@ -218,6 +241,8 @@ func (b *Builder) operand(x any, like DType) *Value {
 	case *Value:
 		return x
 	case int:
+		return b.Const(like, float64(x))
+	case int64:
 		return b.Const(like, float64(x))
 	case float64:
 		return b.Const(like, x)
@@ -256,7 +281,8 @@ func (b *Builder) broadcastPair(x, y *Value) (*Value, *Value) {
 	return b.BroadcastTo(x, out...), b.BroadcastTo(y, out...)
 }
 
-func (b *Builder) binary(op Op, x, y any) *Value {
+// values turns two operands (at least one a *Value) into values.
+func (b *Builder) values(what string, x, y any) (*Value, *Value, bool) {
 	xv, xok := x.(*Value)
 	yv, yok := y.(*Value)
 	switch {
@@ -265,9 +291,18 @@ func (b *Builder) binary(op Op, x, y any) *Value {
 	case yok && !xok:
 		xv = b.operand(x, yv.Type.DType)
 	case !xok && !yok:
-		return b.fail("%s of two Go numbers: at least one operand must be a value", op.Name())
+		b.fail("%s of two Go numbers: at least one operand must be a value", what)
+		return nil, nil, false
 	}
 	if b.err != nil {
+		return nil, nil, false
+	}
+	return xv, yv, true
+}
+
+func (b *Builder) binary(op Op, x, y any) *Value {
+	xv, yv, ok := b.values(op.Name(), x, y)
+	if !ok {
 		return b.placeholder()
 	}
 	xv, yv = b.broadcastPair(xv, yv)
@@ -275,26 +310,39 @@ func (b *Builder) binary(op Op, x, y any) *Value {
 	if op.IsCompare() {
 		t = t.With(Bool)
 	}
-	return b.val(op, Tile(t.DType, t.Shape...), xv, yv)
+	return b.val(op, Tile(t.DType, t.Shape...), nil, xv, yv)
 }
 
-func (b *Builder) Add(x, y any) *Value { return b.binary(OpAdd, x, y) }
-func (b *Builder) Sub(x, y any) *Value { return b.binary(OpSub, x, y) }
-func (b *Builder) Mul(x, y any) *Value { return b.binary(OpMul, x, y) }
-func (b *Builder) Div(x, y any) *Value { return b.binary(OpDiv, x, y) }
-func (b *Builder) Rem(x, y any) *Value { return b.binary(OpRem, x, y) }
-func (b *Builder) Max(x, y any) *Value { return b.binary(OpMax, x, y) }
-func (b *Builder) Min(x, y any) *Value { return b.binary(OpMin, x, y) }
-func (b *Builder) And(x, y any) *Value { return b.binary(OpAnd, x, y) }
-func (b *Builder) Or(x, y any) *Value  { return b.binary(OpOr, x, y) }
-func (b *Builder) Lt(x, y any) *Value  { return b.binary(OpLt, x, y) }
-func (b *Builder) Le(x, y any) *Value  { return b.binary(OpLe, x, y) }
-func (b *Builder) Gt(x, y any) *Value  { return b.binary(OpGt, x, y) }
-func (b *Builder) Ge(x, y any) *Value  { return b.binary(OpGe, x, y) }
-func (b *Builder) Eq(x, y any) *Value  { return b.binary(OpEq, x, y) }
-func (b *Builder) Ne(x, y any) *Value  { return b.binary(OpNe, x, y) }
+func (b *Builder) Add(x, y any) *Value  { return b.binary(OpAdd, x, y) }
+func (b *Builder) Sub(x, y any) *Value  { return b.binary(OpSub, x, y) }
+func (b *Builder) Mul(x, y any) *Value  { return b.binary(OpMul, x, y) }
+func (b *Builder) Div(x, y any) *Value  { return b.binary(OpDiv, x, y) }
+func (b *Builder) Rem(x, y any) *Value  { return b.binary(OpRem, x, y) }
+func (b *Builder) Max(x, y any) *Value  { return b.binary(OpMax, x, y) }
+func (b *Builder) Min(x, y any) *Value  { return b.binary(OpMin, x, y) }
+func (b *Builder) And(x, y any) *Value  { return b.binary(OpAnd, x, y) }
+func (b *Builder) Or(x, y any) *Value   { return b.binary(OpOr, x, y) }
+func (b *Builder) Xor(x, y any) *Value  { return b.binary(OpXor, x, y) }
+func (b *Builder) Shl(x, y any) *Value  { return b.binary(OpShl, x, y) }
+func (b *Builder) Shr(x, y any) *Value  { return b.binary(OpShr, x, y) }
+func (b *Builder) ShrU(x, y any) *Value { return b.binary(OpShrU, x, y) }
+func (b *Builder) Lt(x, y any) *Value   { return b.binary(OpLt, x, y) }
+func (b *Builder) Le(x, y any) *Value   { return b.binary(OpLe, x, y) }
+func (b *Builder) Gt(x, y any) *Value   { return b.binary(OpGt, x, y) }
+func (b *Builder) Ge(x, y any) *Value   { return b.binary(OpGe, x, y) }
+func (b *Builder) Eq(x, y any) *Value   { return b.binary(OpEq, x, y) }
+func (b *Builder) Ne(x, y any) *Value   { return b.binary(OpNe, x, y) }
 
-func (b *Builder) unary(op Op, x *Value) *Value { return b.val(op, x.Type.With(x.Type.DType), x) }
+// CDiv is ⌈x / y⌉ for non-negative integers.
+func (b *Builder) CDiv(x, y any) *Value {
+	xv, yv, ok := b.values("cdiv", x, y)
+	if !ok {
+		return b.placeholder()
+	}
+	return b.Div(b.Add(xv, b.Sub(yv, 1)), yv)
+}
+
+func (b *Builder) unary(op Op, x *Value) *Value { return b.val(op, x.Type, nil, x) }
 
 func (b *Builder) Abs(x *Value) *Value       { return b.unary(OpAbs, x) }
 func (b *Builder) Neg(x *Value) *Value       { return b.unary(OpNeg, x) }
@@ -303,35 +351,57 @@ func (b *Builder) Pow2Floor(x *Value) *Value { return b.unary(OpPow2Floor, x) }
 
 // Cast converts to d; to FP8 it rounds to nearest even and saturates.
 func (b *Builder) Cast(x *Value, d DType) *Value {
-	return b.val(OpCast, Tile(d, x.Type.Shape...), x)
+	if x.Type.DType == d {
+		return x
+	}
+	return b.val(OpCast, Tile(d, x.Type.Shape...), nil, x)
+}
+
+// Index casts an integer value to the index type.
+func (b *Builder) Index(x *Value) *Value { return b.Cast(x, b.idx) }
+
+// Bitcast reinterprets the bits of f32 as i32 or of i32 as f32.
+func (b *Builder) Bitcast(x *Value, d DType) *Value {
+	return b.val(OpBitcast, Tile(d, x.Type.Shape...), nil, x)
 }
 
 // Where picks x where c holds, y elsewhere.
 func (b *Builder) Where(c *Value, x, y any) *Value {
-	xv, xok := x.(*Value)
-	yv, yok := y.(*Value)
-	switch {
-	case xok && !yok:
-		yv = b.operand(y, xv.Type.DType)
-	case yok && !xok:
-		xv = b.operand(x, yv.Type.DType)
-	case !xok && !yok:
-		return b.fail("where of two Go numbers: at least one must be a value")
+	xv, yv, ok := b.values("where", x, y)
+	if !ok {
+		return b.placeholder()
 	}
 	xv, yv = b.broadcastPair(xv, yv)
 	c, xv = b.broadcastPair(c, xv)
 	c, yv = b.broadcastPair(c, yv)
-	return b.val(OpWhere, Tile(xv.Type.DType, xv.Type.Shape...), c, xv, yv)
+	return b.val(OpWhere, Tile(xv.Type.DType, xv.Type.Shape...), nil, c, xv, yv)
 }
 
 // PtrAdd advances pointer p by offs elements, broadcasting p.
 func (b *Builder) PtrAdd(p *Value, offs any) *Value {
-	o := b.operand(offs, I32)
+	o := b.operand(offs, b.idx)
 	if b.err != nil {
 		return b.placeholder()
 	}
 	p, o = b.broadcastPair(p, o)
-	return b.val(OpPtrAdd, Tile(p.Type.DType, p.Type.Shape...), p, o)
+	return b.val(OpPtrAdd, Tile(p.Type.DType, p.Type.Shape...), nil, p, o)
+}
+
+// MultipleOf asserts that every element of the integer x is a multiple of
+// n (a power of two), as Triton's multiple_of: offsets built from it may
+// then be accessed as aligned vectors. The interpreter checks the claim.
+func (b *Builder) MultipleOf(x *Value, n int) *Value {
+	return b.val(OpAssume, x.Type, AssumeAttr{Div: n, Contig: 1}, x)
+}
+
+// MaxContiguous asserts that x's last axis runs in groups of n consecutive
+// values (Triton's max_contiguous). The interpreter checks it where a
+// vector access relies on it.
+func (b *Builder) MaxContiguous(x *Value, n int) *Value {
+	if x.Type.Rank() == 0 {
+		return b.fail("max_contiguous of a scalar")
+	}
+	return b.val(OpAssume, x.Type, AssumeAttr{Div: 1, Contig: n}, x)
 }
 
 // mask fills in a default mask (all true) shaped like like.
@@ -357,7 +427,7 @@ func (b *Builder) Load(p, mask *Value, other any) *Value {
 		return b.placeholder()
 	}
 	_, o = b.broadcastPair(p, o)
-	return b.val(OpLoad, Tile(p.Type.DType.Elem(), p.Type.Shape...), p, b.mask(mask, p), o)
+	return b.val(OpLoad, Tile(p.Type.DType.Elem(), p.Type.Shape...), &MemAttr{Vec: 1}, p, b.mask(mask, p), o)
 }
 
 // Store writes x to p where mask holds (nil: everywhere).
@@ -371,44 +441,42 @@ func (b *Builder) Store(p *Value, x any, mask *Value) {
 		return
 	}
 	p, xv = b.broadcastPair(p, xv)
-	b.val(OpStore, Type{}, p, xv, b.mask(mask, p))
+	b.val(OpStore, Type{}, &MemAttr{Vec: 1}, p, xv, b.mask(mask, p))
 }
 
 // AtomicMax does an atomic maximum (IEEE maxNum for floats) at p with the
-// given memory order and scope.
-func (b *Builder) AtomicMax(p *Value, x any, mask *Value, o MemOrder, s MemScope) {
-	b.atomic(OpAtomicMax, p, x, mask, o, s)
+// given memory order and scope, and returns the values p held before (0
+// where mask is off).
+func (b *Builder) AtomicMax(p *Value, x any, mask *Value, o MemOrder, s MemScope) *Value {
+	return b.atomic(RMax, p, x, mask, o, s)
 }
 
-// AtomicAdd does an atomic addition at p.
-func (b *Builder) AtomicAdd(p *Value, x any, mask *Value, o MemOrder, s MemScope) {
-	b.atomic(OpAtomicAdd, p, x, mask, o, s)
+// AtomicAdd does an atomic addition at p and returns the old values.
+func (b *Builder) AtomicAdd(p *Value, x any, mask *Value, o MemOrder, s MemScope) *Value {
+	return b.atomic(RSum, p, x, mask, o, s)
 }
 
-func (b *Builder) atomic(op Op, p *Value, x any, mask *Value, o MemOrder, s MemScope) {
+func (b *Builder) atomic(k ReduceKind, p *Value, x any, mask *Value, o MemOrder, s MemScope) *Value {
 	if p.Type.DType.K != KPtr {
-		b.fail("%s on %v: want a pointer tile", op.Name(), p.Type.DType)
-		return
+		return b.fail("atomic %v on %v: want a pointer tile", k, p.Type.DType)
 	}
 	xv := b.operand(x, p.Type.DType.Elem())
 	if b.err != nil {
-		return
+		return b.placeholder()
 	}
 	p, xv = b.broadcastPair(p, xv)
-	v := b.f.NewValue(op, Type{}, p, xv, b.mask(mask, p))
-	v.Order, v.Scope = o, s
-	b.add(v)
+	return b.val(OpAtomic, Tile(xv.Type.DType, xv.Type.Shape...), AtomicAttr{Kind: k, Order: o, Scope: s}, p, xv, b.mask(mask, p))
 }
 
 // Reduce folds axis of x with kind; the result has that axis removed.
+// A sum's association follows the schedule (see the ops' determinism
+// contract): the same schedule gives the same bits on every back end.
 func (b *Builder) Reduce(x *Value, axis int, kind ReduceKind) *Value {
 	if axis < 0 || axis >= x.Type.Rank() {
 		return b.fail("reduce over axis %d of a rank-%d tile", axis, x.Type.Rank())
 	}
 	s := append(append([]int(nil), x.Type.Shape[:axis]...), x.Type.Shape[axis+1:]...)
-	v := b.f.NewValue(OpReduce, Tile(x.Type.DType, s...), x)
-	v.Aux, v.Red = int64(axis), kind
-	return b.add(v)
+	return b.val(OpReduce, Tile(x.Type.DType, s...), ReduceAttr{Axis: axis, Kind: kind}, x)
 }
 
 // Trans transposes a 2-D tile.
@@ -416,30 +484,48 @@ func (b *Builder) Trans(x *Value) *Value {
 	if x.Type.Rank() != 2 {
 		return b.fail("trans of a rank-%d tile: want rank 2", x.Type.Rank())
 	}
-	return b.val(OpTrans, Tile(x.Type.DType, x.Type.Shape[1], x.Type.Shape[0]), x)
+	return b.val(OpTrans, Tile(x.Type.DType, x.Type.Shape[1], x.Type.Shape[0]), nil, x)
 }
 
-// For runs body for i = lo, lo+step, … while i < hi (i32 scalars, the same
-// in every lane of the program). The body receives the induction variable and
-// the carried values (initially inits) and returns their next values; For
-// returns the carried values after the loop.
+// Rotate moves elements along axis: element i takes element (i + shift)
+// mod n. Rotating a head of D by D/2 pairs each element with its RoPE
+// partner; lowering moves the data within a lane, by shuffles or through LDS.
+func (b *Builder) Rotate(x *Value, axis, shift int) *Value {
+	if axis < 0 || axis >= x.Type.Rank() {
+		return b.fail("rotate along axis %d of a rank-%d tile", axis, x.Type.Rank())
+	}
+	n := x.Type.Shape[axis]
+	return b.val(OpRotate, x.Type, RotateAttr{Axis: axis, Shift: ((shift % n) + n) % n}, x)
+}
+
+// For runs body for i = lo, lo+step, … while i < hi (integer scalars, the
+// same in every lane of the program). The body receives the induction
+// variable and the carried values (initially inits) and returns their next
+// values; For returns the carried values after the loop.
 func (b *Builder) For(lo, hi, step any, inits []*Value, body func(i *Value, carried []*Value) []*Value) []*Value {
-	args := []*Value{b.operand(lo, I32), b.operand(hi, I32), b.operand(step, I32)}
+	like := b.idx
+	for _, x := range []any{lo, hi, step} {
+		if v, ok := x.(*Value); ok {
+			like = v.Type.DType
+			break
+		}
+	}
+	args := []*Value{b.operand(lo, like), b.operand(hi, like), b.operand(step, like)}
 	args = append(args, inits...)
 	if b.err != nil {
 		return b.placeholders(len(inits))
 	}
-	loop := b.f.NewValue(OpFor, Type{}, args...)
+	loop := b.f.NewValue(OpFor, Type{}, nil, args...)
 	loop.Pos = callerPos()
 	loop.Body = &Block{Parent: loop}
-	iv := b.f.NewValue(OpLoopVar, Scalar(I32))
+	iv := b.f.NewValue(OpLoopVar, Scalar(like), IntAttr{0})
 	iv.Block = loop.Body
 	loop.Body.Vars = append(loop.Body.Vars, iv)
 	var carried []*Value
 	for i, x := range inits {
-		c := b.f.NewValue(OpLoopVar, x.Type)
-		c.Aux = int64(i + 1)
+		c := b.f.NewValue(OpLoopVar, x.Type, IntAttr{i + 1})
 		c.Block = loop.Body
+		c.Name = x.Name
 		loop.Body.Vars = append(loop.Body.Vars, c)
 		carried = append(carried, c)
 	}
@@ -460,7 +546,7 @@ func (b *Builder) For(lo, hi, step any, inits []*Value, body func(i *Value, carr
 			return b.placeholders(len(inits))
 		}
 	}
-	y := b.f.NewValue(OpYield, Type{}, next...)
+	y := b.f.NewValue(OpYield, Type{}, nil, next...)
 	y.Pos = loop.Pos
 	loop.Body.Append(y)
 	if b.add(loop); b.err != nil {
@@ -468,11 +554,29 @@ func (b *Builder) For(lo, hi, step any, inits []*Value, body func(i *Value, carr
 	}
 	var outs []*Value
 	for i, x := range inits {
-		r := b.f.NewValue(OpForResult, x.Type, loop)
-		r.Aux = int64(i)
-		outs = append(outs, b.add(r))
+		r := b.val(OpForResult, x.Type, IntAttr{i}, loop)
+		r.Name = x.Name
+		outs = append(outs, r)
 	}
 	return outs
+}
+
+// If runs body only where c, a bool scalar the same in every lane of the
+// program, holds: a program past the end of its work skips it. Values made
+// in the body stay in it.
+func (b *Builder) If(c *Value, body func()) {
+	if c.Type.DType != Bool || c.Type.Rank() != 0 {
+		b.fail("if on %v: want a bool scalar", c.Type)
+		return
+	}
+	v := b.f.NewValue(OpIf, Type{}, nil, c)
+	v.Pos = callerPos()
+	v.Body = &Block{Parent: v}
+	outer := b.cur
+	b.cur = v.Body
+	body()
+	b.cur = outer
+	b.add(v)
 }
 
 func (b *Builder) placeholders(n int) []*Value {

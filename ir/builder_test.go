@@ -182,7 +182,7 @@ func TestDSLMisuse(t *testing.T) {
 				})
 				return line, nil
 			},
-			want: `parameter "late" declared inside a loop`,
+			want: `parameter "late" declared inside a loop or if`,
 		},
 		{
 			name: "bf16 arithmetic without cast",
@@ -209,7 +209,7 @@ func TestDSLMisuse(t *testing.T) {
 				x := b.Load(p, nil, nil)
 				return at(func() { b.AtomicMax(p, x, nil, ir.Relaxed, ir.ScopeAgent) }), nil
 			},
-			want: "atomic_max on bf16: atomics take f32 or i32",
+			want: "atomic: atomic on bf16: atomics take f32 or i32",
 		},
 		{
 			name: "atomic add on bf16 of a Go number",
@@ -217,7 +217,7 @@ func TestDSLMisuse(t *testing.T) {
 				p := b.Param("a", ir.BF16)
 				return at(func() { b.AtomicAdd(p, 1.5, nil, ir.Relaxed, ir.ScopeAgent) }), nil
 			},
-			want: "atomic_add on bf16: atomics take f32 or i32",
+			want: "atomic: atomic on bf16: atomics take f32 or i32",
 		},
 		{
 			name: "atomic on a non-pointer with a Go number",
@@ -310,7 +310,7 @@ func TestDSLValid(t *testing.T) {
 	if err := ir.Verify(f, ir.PhaseTile); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Params) != 3 || f.Params[2].Name != "n" {
+	if len(f.Params) != 3 || f.Params[2].ArgName() != "n" {
 		t.Errorf("params %v; want x, y, n", f.Params)
 	}
 }

@@ -13,35 +13,34 @@ type Pos struct {
 }
 
 // Value is one SSA value (or, for ops with effects and no result, one
-// operation). Which attribute fields an op uses is fixed by its table entry
-// and checked by the verifier.
+// operation). What its attribute holds is fixed by its op's table entry and
+// checked by the verifier; read it through the typed accessors (Axis,
+// Reduction, Mem, …), and operands by role (Ptr, Mask, Data, …).
 type Value struct {
 	ID    int
 	Op    Op
 	Type  Type
 	Args  []*Value
+	Attr  Attr
 	Block *Block // the block holding the value
+	Body  *Block // for and if: the region
 	Pos   Pos
-
-	Aux   int64   // axis, index, integer constant, extent, LDS offset
-	AuxF  float64 // float constant
-	Name  string  // parameter name
-	Red   ReduceKind
-	Order MemOrder
-	Scope MemScope
-	Body  *Block // OpFor's body
-
-	// Set by lowering.
-	Vec int // load/store: elements per vector access
-	// UniformMask: the mask is the same for the Vec elements of each vector
-	// (load/store), so one test guards the whole access.
-	UniformMask bool
-	Pitch       int   // LDS row pitch, in elements (padding against bank conflicts)
-	Map         []int // broadcast/expand_dims/trans: source register of each result register
+	// Name is what the kernel's author called the value (Named), or what
+	// lowering derived from it; the emitter prints it. Arguments keep
+	// their argument names.
+	Name string
 }
 
-// Block is a straight-line list of values. A loop body is a block whose
-// parent is the OpFor value; its loop variables are OpLoopVar values.
+// Named sets the name the emitted code gives v, and returns v.
+func (v *Value) Named(name string) *Value {
+	if v != nil {
+		v.Name = name
+	}
+	return v
+}
+
+// Block is a straight-line list of values. A loop or if body is a block
+// whose parent is the op holding it; a loop's variables are OpLoopVar values.
 type Block struct {
 	Values []*Value
 	Parent *Value
@@ -54,6 +53,7 @@ type Func struct {
 	Target *target.Target
 	Params []*Value // OpParam and OpSize values, in argument order
 	Entry  *Block
+	Phase  Phase
 
 	// Set by lowering.
 	Threads  int // lanes per block
@@ -64,16 +64,16 @@ type Func struct {
 
 // NewFunc makes an empty kernel.
 func NewFunc(name string, t *target.Target) *Func {
-	return &Func{Name: name, Target: t, Entry: &Block{}}
+	return &Func{Name: name, Target: t, Entry: &Block{}, Phase: PhaseTile}
 }
 
 // NewValue makes a value that is not yet placed in a block.
-func (f *Func) NewValue(op Op, t Type, args ...*Value) *Value {
+func (f *Func) NewValue(op Op, t Type, attr Attr, args ...*Value) *Value {
 	f.nextID++
-	return &Value{ID: f.nextID, Op: op, Type: t, Args: args}
+	return &Value{ID: f.nextID, Op: op, Type: t, Attr: attr, Args: args}
 }
 
-// Walk calls fn for every value of the function, loop bodies after their loop.
+// Walk calls fn for every value of the function, bodies after their op.
 func (f *Func) Walk(fn func(*Value)) { walk(f.Entry, fn) }
 
 func walk(b *Block, fn func(*Value)) {
@@ -88,12 +88,12 @@ func walk(b *Block, fn func(*Value)) {
 	}
 }
 
-// Uses counts the uses of each value, by ID.
-func (f *Func) Uses() map[int]int {
-	u := map[int]int{}
+// Uses counts the uses of each value.
+func (f *Func) Uses() map[*Value]int {
+	u := map[*Value]int{}
 	f.Walk(func(v *Value) {
 		for _, a := range v.Args {
-			u[a.ID]++
+			u[a]++
 		}
 	})
 	return u
@@ -113,17 +113,38 @@ func (b *Block) Append(v *Value) {
 	b.Values = append(b.Values, v)
 }
 
-// Param returns the parameter of the given name.
+// Param returns the argument of the given name.
 func (f *Func) Param(name string) (*Value, error) {
 	for _, p := range f.Params {
-		if p.Name == name {
+		if p.ArgName() == name {
 			return p, nil
 		}
 	}
 	return nil, fmt.Errorf("kernel %s has no parameter %q", f.Name, name)
 }
 
-// ForVars returns loop f's induction variable and carried variables.
+// ForVars returns loop v's induction variable and carried variables.
 func (v *Value) ForVars() (iv *Value, carried []*Value) {
 	return v.Body.Vars[0], v.Body.Vars[1:]
+}
+
+// Yield is the yield that ends loop v's body.
+func (v *Value) Yield() *Value { return v.Body.Values[len(v.Body.Values)-1] }
+
+// Loop is the loop a loop variable belongs to, or nil.
+func (v *Value) Loop() *Value {
+	if v.Op != OpLoopVar || v.Block == nil {
+		return nil
+	}
+	return v.Block.Parent
+}
+
+// Inside reports whether v is defined in region r's body or deeper.
+func (v *Value) Inside(r *Value) bool {
+	for b := v.Block; b != nil && b.Parent != nil; b = b.Parent.Block {
+		if b.Parent == r {
+			return true
+		}
+	}
+	return false
 }

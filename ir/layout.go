@@ -54,6 +54,9 @@ func (l *Layout) Waves() int { return prod(l.WPB) }
 // WaveSize is the number of lanes in a wave.
 func (l *Layout) WaveSize() int { return prod(l.TPW) }
 
+// Threads is the number of lanes of the block the layout spreads over.
+func (l *Layout) Threads() int { return prod(l.TPW) * prod(l.WPB) }
+
 func (l *Layout) dropped(d int) bool {
 	for _, x := range l.Drop {
 		if x == d {

@@ -1,10 +1,15 @@
 package ir
 
-import "strconv"
+import (
+	"reflect"
+	"strconv"
+)
 
-// Op is an operation. Each constant's doc line is its printed form; the
-// facts about an op sit in the ops table below, indexed by Op, and the
-// verifier, printer, lowering and interpreter read them from there.
+// Op is an operation. Each constant's doc line is its printed form; every
+// fact about an op — its operands by role, its attribute's type, the phases
+// it may appear in, its effects and its type rule — is one row of the ops
+// table below, which the verifier, the printer, the passes, the interpreter
+// and the emitter read.
 type Op uint8
 
 const (
@@ -20,14 +25,18 @@ const (
 	OpNumPrograms
 	// v = const [c] <t>: a scalar constant.
 	OpConst
-	// v = arange [n] <tile<nxi32>>: the i32 tile 0, 1, …, n-1.
+	// v = arange [n] <tile<nxi32>>: the integer tile 0, 1, …, n-1.
 	OpArange
-	// v = splat <t> x: a scalar copied into every element of a tile.
+	// v = splat <t> x: a scalar copied into every element (every register, in the lanes phase).
 	OpSplat
 	// v = expand_dims [axis] <t> x: a new axis of extent 1.
 	OpExpandDims
 	// v = broadcast <t> x: axes of extent 1 stretched to the result's shape.
 	OpBroadcast
+	// v = trans <t> x: a 2-D transpose.
+	OpTrans
+	// v = rotate [axis=a shift=s] <t> x: element i of axis a takes element (i+s) mod n.
+	OpRotate
 
 	// v = add x y
 	OpAdd
@@ -37,9 +46,9 @@ const (
 	OpMul
 	// v = div x y: IEEE division for floats (correctly rounded), truncating for ints.
 	OpDiv
-	// v = rem x y: integer remainder.
+	// v = rem x y: integer remainder (the sign of x).
 	OpRem
-	// v = max x y: IEEE maxNum: a NaN operand yields the other operand.
+	// v = max x y: IEEE maxNum: a NaN operand yields the other operand; +0 > -0.
 	OpMax
 	// v = min x y: IEEE minNum.
 	OpMin
@@ -47,6 +56,14 @@ const (
 	OpAnd
 	// v = or x y
 	OpOr
+	// v = xor x y
+	OpXor
+	// v = shl x y: x shifted left by y mod its bit width.
+	OpShl
+	// v = shr x y: arithmetic shift right by y mod the bit width.
+	OpShr
+	// v = shru x y: logical shift right by y mod the bit width.
+	OpShrU
 	// v = lt x y
 	OpLt
 	// v = le x y
@@ -64,30 +81,30 @@ const (
 	OpAbs
 	// v = neg x
 	OpNeg
-	// v = rsqrt x: correctly rounded 1/sqrt(x) computed as 1/sqrt in f32.
+	// v = rsqrt x: 1/sqrt(x), each step correctly rounded in f32.
 	OpRsqrt
 	// v = pow2_floor x: the largest power of two not above x (x > 0 finite); x otherwise.
 	OpPow2Floor
 	// v = cast x: conversion to the result's element type. To FP8 it rounds to
 	// nearest even and saturates to the format's finite max (see package fp8).
 	OpCast
+	// v = bitcast x: the same bits as another type of the same width (f32 ↔ i32).
+	OpBitcast
 	// v = where c x y
 	OpWhere
 	// v = ptr_add p offs: p advanced by offs elements.
 	OpPtrAdd
+	// v = assume [div=d contig=c] x: x, asserted to be a multiple of d in runs of c consecutive elements.
+	OpAssume
 	// v = load [vec=n uniform] <t> p mask other: elements at p where mask, other elsewhere.
 	OpLoad
 	// store [vec=n uniform] p x mask
 	OpStore
-	// atomic_max [order scope] p x mask: atomic maximum at p, per element.
-	OpAtomicMax
-	// atomic_add [order scope] p x mask
-	OpAtomicAdd
+	// v = atomic [kind order scope] <t> p x mask: p's old value where mask; combines x into p.
+	OpAtomic
 	// v = reduce [axis=a kind] <t> x: the reduction of axis a of x.
 	OpReduce
-	// v = trans <t> x: a 2-D transpose.
-	OpTrans
-	// v = for lo hi step inits… (vars) {body}: a counted loop whose body carries values.
+	// for lo hi step inits… (vars) {body}: a counted loop whose body carries values.
 	OpFor
 	// v = loop_var [i] <t>: in a loop body, the induction variable (0) or carried value i.
 	OpLoopVar
@@ -95,94 +112,220 @@ const (
 	OpYield
 	// v = for_result [i] <t> f: carried value i after loop f.
 	OpForResult
+	// if c {body}: the body runs where c holds; c is the same in every lane.
+	OpIf
 
-	// v = convert <t> x: the same tile in another layout (lowered through LDS).
+	// v = convert <t> x: the same tile in another layout (the layout phase only).
 	OpConvert
-	// lds_store [offset=o pitch=p vec=n] x: each lane writes the elements it owns to LDS.
+
+	// v = tid <regs<1xi32>>: the lane's index in the block.
+	OpTid
+	// v = regconst [c0 c1 …] <regs<nxi32>>: register r holds c_r, in every lane.
+	OpRegConst
+	// v = gather_regs [m0 m1 …] x: register r copies x's register m_r.
+	OpGatherRegs
+	// v = reduce_regs [kind n=N stride=S] x: each lane folds groups of N registers (see FoldAttr).
+	OpReduceRegs
+	// v = butterfly [kind lanes^a..b] x: x ⊕= shfl_xor(x, a), then a·2, …, b.
+	OpButterfly
+	// v = shfl_xor [lane^m] x: each register from lane ^ m of the same wave.
+	OpShflXor
+	// lds_store [vec=n] addr x mask: each register to LDS at its byte address where mask.
 	OpLDSStore
-	// v = lds_load [offset=o pitch=p vec=n] <t>: each lane reads its elements from LDS.
+	// v = lds_load [vec=n] <t> addr: each register from LDS at its byte address.
 	OpLDSLoad
+	// v = lds_reduce [kind count=c stride=s] <t> addr: the fold of c LDS values at addr, addr+s, ….
+	OpLDSReduce
 	// barrier: every lane of the block waits here (LDS accesses before it are visible after).
 	OpBarrier
-	// v = reduce_lanes [axis=a kind] <t> x: a lane folds its own registers along axis a.
-	OpReduceLanes
-	// v = reduce_wave [axis=a kind] <t> x: butterfly shuffles across the lanes of a wave along axis a.
-	OpReduceWave
-	// v = reduce_waves [axis=a kind] <t> x: wave partials exchanged through LDS.
-	OpReduceWaves
 
 	numOps
 )
 
-// Phase says which stage of the pipeline an op may appear in.
+// Phase is a stage of the pipeline. The DSL builds the tile phase; the
+// layout pass gives every tile a layout; the expand pass rewrites tiles into
+// the registers of each lane, with every layout rule written out as index
+// arithmetic and explicit data movement.
 type Phase uint8
 
 const (
-	PhaseTile    Phase = 1 << iota // built by the DSL
-	PhaseThreads                   // introduced by lowering
-	Both         = PhaseTile | PhaseThreads
+	PhaseTile   Phase = 1 << iota // built by the DSL
+	PhaseLayout                   // every tile has a layout
+	PhaseLanes                    // per-lane registers: what the interpreter runs and the emitter prints
+
+	tiles = PhaseTile | PhaseLayout
+	all   = PhaseTile | PhaseLayout | PhaseLanes
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseTile:
+		return "tile"
+	case PhaseLayout:
+		return "layout"
+	case PhaseLanes:
+		return "lanes"
+	}
+	return "phase(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Role is what an operand is for; accessors find operands by role.
+type Role uint8
+
+const (
+	RoleX     Role = iota + 1 // an operand of a computation
+	RolePtr                   // the address of a global access
+	RoleData                  // the value a store or atomic writes
+	RoleMask                  // where an access happens
+	RoleOther                 // what a masked-off load yields
+	RoleCond                  // a condition
+	RoleLo                    // loop bounds
+	RoleHi
+	RoleStep
+	RoleInit  // a loop's initial carried values (variadic)
+	RoleYield // yielded values (variadic)
+	RoleLoop  // the loop a for_result reads
+	RoleAddr  // an LDS byte address
+)
+
+// Effect says what an op does besides computing its result.
+type Effect uint8
+
+const (
+	ReadsMem  Effect = 1 << iota // global or LDS memory: not moved across writes or barriers
+	WritesMem                    // never removed
+	Sync                         // a barrier
+	Region                       // holds a body
+	Ends                         // ends its block (yield)
 )
 
 type opInfo struct {
 	name    string
-	args    int   // operand count; -1 if variable
-	phase   Phase // where it may appear
-	effect  bool  // writes memory or synchronizes: never removed, never moved
-	result  bool  // produces a value
-	elemwis bool  // elementwise over equal-shaped operands
-	compare bool  // result is bool
-	axis    bool  // Aux is an axis
+	roles   []Role // the last one repeats when variadic
+	vararg  bool
+	phase   Phase
+	result  bool
+	elem    bool         // elementwise: operands and result of one shape (registers, in the lanes phase)
+	attr    reflect.Type // nil: no attribute
+	effect  Effect
+	comm    bool // commutative
+	check   func(c *checker, v *Value) error
+	compare bool // result is bool
 }
 
-var ops = [numOps]opInfo{
-	OpParam:       {name: "param", args: 0, phase: Both, result: true},
-	OpSize:        {name: "size", args: 0, phase: Both, result: true},
-	OpProgramID:   {name: "program_id", args: 0, phase: Both, result: true, axis: true},
-	OpNumPrograms: {name: "num_programs", args: 0, phase: Both, result: true, axis: true},
-	OpConst:       {name: "const", args: 0, phase: Both, result: true},
-	OpArange:      {name: "arange", args: 0, phase: Both, result: true},
-	OpSplat:       {name: "splat", args: 1, phase: Both, result: true},
-	OpExpandDims:  {name: "expand_dims", args: 1, phase: Both, result: true, axis: true},
-	OpBroadcast:   {name: "broadcast", args: 1, phase: Both, result: true},
-	OpAdd:         {name: "add", args: 2, phase: Both, result: true, elemwis: true},
-	OpSub:         {name: "sub", args: 2, phase: Both, result: true, elemwis: true},
-	OpMul:         {name: "mul", args: 2, phase: Both, result: true, elemwis: true},
-	OpDiv:         {name: "div", args: 2, phase: Both, result: true, elemwis: true},
-	OpRem:         {name: "rem", args: 2, phase: Both, result: true, elemwis: true},
-	OpMax:         {name: "max", args: 2, phase: Both, result: true, elemwis: true},
-	OpMin:         {name: "min", args: 2, phase: Both, result: true, elemwis: true},
-	OpAnd:         {name: "and", args: 2, phase: Both, result: true, elemwis: true},
-	OpOr:          {name: "or", args: 2, phase: Both, result: true, elemwis: true},
-	OpLt:          {name: "lt", args: 2, phase: Both, result: true, elemwis: true, compare: true},
-	OpLe:          {name: "le", args: 2, phase: Both, result: true, elemwis: true, compare: true},
-	OpGt:          {name: "gt", args: 2, phase: Both, result: true, elemwis: true, compare: true},
-	OpGe:          {name: "ge", args: 2, phase: Both, result: true, elemwis: true, compare: true},
-	OpEq:          {name: "eq", args: 2, phase: Both, result: true, elemwis: true, compare: true},
-	OpNe:          {name: "ne", args: 2, phase: Both, result: true, elemwis: true, compare: true},
-	OpAbs:         {name: "abs", args: 1, phase: Both, result: true, elemwis: true},
-	OpNeg:         {name: "neg", args: 1, phase: Both, result: true, elemwis: true},
-	OpRsqrt:       {name: "rsqrt", args: 1, phase: Both, result: true, elemwis: true},
-	OpPow2Floor:   {name: "pow2_floor", args: 1, phase: Both, result: true, elemwis: true},
-	OpCast:        {name: "cast", args: 1, phase: Both, result: true, elemwis: true},
-	OpWhere:       {name: "where", args: 3, phase: Both, result: true, elemwis: true},
-	OpPtrAdd:      {name: "ptr_add", args: 2, phase: Both, result: true, elemwis: true},
-	OpLoad:        {name: "load", args: 3, phase: Both, result: true, elemwis: true},
-	OpStore:       {name: "store", args: 3, phase: Both, effect: true, elemwis: true},
-	OpAtomicMax:   {name: "atomic_max", args: 3, phase: Both, effect: true, elemwis: true},
-	OpAtomicAdd:   {name: "atomic_add", args: 3, phase: Both, effect: true, elemwis: true},
-	OpReduce:      {name: "reduce", args: 1, phase: Both, result: true, axis: true},
-	OpTrans:       {name: "trans", args: 1, phase: Both, result: true},
-	OpFor:         {name: "for", args: -1, phase: Both, effect: true},
-	OpLoopVar:     {name: "loop_var", args: 0, phase: Both, result: true},
-	OpYield:       {name: "yield", args: -1, phase: Both, effect: true},
-	OpForResult:   {name: "for_result", args: 1, phase: Both, result: true},
-	OpConvert:     {name: "convert", args: 1, phase: PhaseThreads, result: true},
-	OpLDSStore:    {name: "lds_store", args: 1, phase: PhaseThreads, effect: true},
-	OpLDSLoad:     {name: "lds_load", args: 0, phase: PhaseThreads, result: true, effect: true},
-	OpBarrier:     {name: "barrier", args: 0, phase: PhaseThreads, effect: true},
-	OpReduceLanes: {name: "reduce_lanes", args: 1, phase: PhaseThreads, result: true, axis: true},
-	OpReduceWave:  {name: "reduce_wave", args: 1, phase: PhaseThreads, result: true, axis: true},
-	OpReduceWaves: {name: "reduce_waves", args: 1, phase: PhaseThreads, result: true, axis: true, effect: true},
+var (
+	tAxis    = reflect.TypeFor[AxisAttr]()
+	tInt     = reflect.TypeFor[IntAttr]()
+	tConst   = reflect.TypeFor[ConstAttr]()
+	tName    = reflect.TypeFor[NameAttr]()
+	tReduce  = reflect.TypeFor[ReduceAttr]()
+	tRotate  = reflect.TypeFor[RotateAttr]()
+	tAssume  = reflect.TypeFor[AssumeAttr]()
+	tMem     = reflect.TypeFor[*MemAttr]()
+	tAtomic  = reflect.TypeFor[AtomicAttr]()
+	tConsts  = reflect.TypeFor[ConstsAttr]()
+	tRegMap  = reflect.TypeFor[RegMapAttr]()
+	tFold    = reflect.TypeFor[FoldAttr]()
+	tButter  = reflect.TypeFor[ButterflyAttr]()
+	tLane    = reflect.TypeFor[LaneAttr]()
+	tLDSFold = reflect.TypeFor[LDSFoldAttr]()
+)
+
+var (
+	rX    = []Role{RoleX}
+	rXY   = []Role{RoleX, RoleX}
+	rLoad = []Role{RolePtr, RoleMask, RoleOther}
+	rRMW  = []Role{RolePtr, RoleData, RoleMask}
+)
+
+func arith(name string, comm bool) opInfo {
+	return opInfo{name: name, roles: rXY, phase: all, result: true, elem: true, comm: comm, check: checkArith}
+}
+
+func ints(name string, check func(*checker, *Value) error) opInfo {
+	return opInfo{name: name, roles: rXY, phase: all, result: true, elem: true, check: check}
+}
+
+func cmp(name string, check func(*checker, *Value) error) opInfo {
+	return opInfo{name: name, roles: rXY, phase: all, result: true, elem: true, compare: true, check: check}
+}
+
+func unary(name string, check func(*checker, *Value) error) opInfo {
+	return opInfo{name: name, roles: rX, phase: all, result: true, elem: true, check: check}
+}
+
+// ops is filled in init: its type rules read attributes, whose accessors
+// name ops in their messages.
+var ops [numOps]opInfo
+
+func init() { ops = opTable() }
+
+func opTable() [numOps]opInfo {
+	return [numOps]opInfo{
+		OpParam:       {name: "param", phase: all, result: true, attr: tName, check: checkParam},
+		OpSize:        {name: "size", phase: all, result: true, attr: tName, check: checkSize},
+		OpProgramID:   {name: "program_id", phase: all, result: true, attr: tAxis, check: checkGridAxis},
+		OpNumPrograms: {name: "num_programs", phase: all, result: true, attr: tAxis, check: checkGridAxis},
+		OpConst:       {name: "const", phase: all, result: true, attr: tConst, check: checkConst},
+		OpArange:      {name: "arange", phase: tiles, result: true, attr: tInt, check: checkArange},
+		OpSplat:       {name: "splat", roles: rX, phase: all, result: true, check: checkSplat},
+		OpExpandDims:  {name: "expand_dims", roles: rX, phase: tiles, result: true, attr: tAxis, check: checkSameElem},
+		OpBroadcast:   {name: "broadcast", roles: rX, phase: tiles, result: true, check: checkBroadcast},
+		OpTrans:       {name: "trans", roles: rX, phase: tiles, result: true, check: checkSameElem},
+		OpRotate:      {name: "rotate", roles: rX, phase: tiles, result: true, attr: tRotate, check: checkRotate},
+
+		OpAdd:  arith("add", true),
+		OpSub:  arith("sub", false),
+		OpMul:  arith("mul", true),
+		OpDiv:  arith("div", false),
+		OpMax:  arith("max", true),
+		OpMin:  arith("min", true),
+		OpRem:  ints("rem", checkInts),
+		OpAnd:  ints("and", checkBits),
+		OpOr:   ints("or", checkBits),
+		OpXor:  ints("xor", checkBits),
+		OpShl:  ints("shl", checkInts),
+		OpShr:  ints("shr", checkInts),
+		OpShrU: ints("shru", checkInts),
+		OpLt:   cmp("lt", checkArith),
+		OpLe:   cmp("le", checkArith),
+		OpGt:   cmp("gt", checkArith),
+		OpGe:   cmp("ge", checkArith),
+		OpEq:   cmp("eq", checkEq),
+		OpNe:   cmp("ne", checkEq),
+
+		OpAbs:       unary("abs", checkNumeric),
+		OpNeg:       unary("neg", checkNumeric),
+		OpRsqrt:     unary("rsqrt", checkF32),
+		OpPow2Floor: unary("pow2_floor", checkF32),
+		OpCast:      unary("cast", checkCast),
+		OpBitcast:   unary("bitcast", checkBitcast),
+		OpWhere:     {name: "where", roles: []Role{RoleCond, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkWhere},
+		OpPtrAdd:    {name: "ptr_add", roles: []Role{RolePtr, RoleX}, phase: all, result: true, elem: true, check: checkPtrAdd},
+		OpAssume:    {name: "assume", roles: rX, phase: all, result: true, elem: true, attr: tAssume, check: checkAssume},
+		OpLoad:      {name: "load", roles: rLoad, phase: all, result: true, elem: true, attr: tMem, effect: ReadsMem, check: checkLoad},
+		OpStore:     {name: "store", roles: rRMW, phase: all, elem: true, attr: tMem, effect: WritesMem, check: checkStore},
+		OpAtomic:    {name: "atomic", roles: rRMW, phase: all, result: true, elem: true, attr: tAtomic, effect: ReadsMem | WritesMem, check: checkAtomic},
+		OpReduce:    {name: "reduce", roles: rX, phase: tiles, result: true, attr: tReduce, check: checkReduce},
+		OpFor:       {name: "for", roles: []Role{RoleLo, RoleHi, RoleStep, RoleInit}, vararg: true, phase: all, effect: Region, check: checkFor},
+		OpLoopVar:   {name: "loop_var", phase: all, result: true, attr: tInt},
+		OpYield:     {name: "yield", roles: []Role{RoleYield}, vararg: true, phase: all, effect: Ends},
+		OpForResult: {name: "for_result", roles: []Role{RoleLoop}, phase: all, result: true, attr: tInt, check: checkForResult},
+		OpIf:        {name: "if", roles: []Role{RoleCond}, phase: all, effect: Region, check: checkIf},
+
+		OpConvert: {name: "convert", roles: rX, phase: PhaseLayout, result: true, check: checkSameElem},
+
+		OpTid:        {name: "tid", phase: PhaseLanes, result: true, check: checkTid},
+		OpRegConst:   {name: "regconst", phase: PhaseLanes, result: true, attr: tConsts, check: checkRegConst},
+		OpGatherRegs: {name: "gather_regs", roles: rX, phase: PhaseLanes, result: true, attr: tRegMap, check: checkGather},
+		OpReduceRegs: {name: "reduce_regs", roles: rX, phase: PhaseLanes, result: true, attr: tFold, check: checkReduceRegs},
+		OpButterfly:  {name: "butterfly", roles: rX, phase: PhaseLanes, result: true, attr: tButter, check: checkButterfly},
+		OpShflXor:    {name: "shfl_xor", roles: rX, phase: PhaseLanes, result: true, attr: tLane, check: checkShfl},
+		OpLDSStore:   {name: "lds_store", roles: []Role{RoleAddr, RoleData, RoleMask}, phase: PhaseLanes, attr: tMem, effect: WritesMem, check: checkLDSStore},
+		OpLDSLoad:    {name: "lds_load", roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tMem, effect: ReadsMem, check: checkLDSLoad},
+		OpLDSReduce:  {name: "lds_reduce", roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tLDSFold, effect: ReadsMem, check: checkLDSReduce},
+		OpBarrier:    {name: "barrier", phase: PhaseLanes, effect: Sync},
+	}
 }
 
 func (o Op) info() *opInfo {
@@ -195,14 +338,92 @@ func (o Op) info() *opInfo {
 // Name is the op's printed name.
 func (o Op) Name() string { return o.info().name }
 
-// IsElementwise reports whether the op maps equal-shaped operands element by element.
-func (o Op) IsElementwise() bool { return o.info().elemwis }
+// IsElementwise reports whether the op maps equal-shaped operands element by
+// element (register by register, in the lanes phase).
+func (o Op) IsElementwise() bool { return o.info().elem }
 
 // IsCompare reports whether the op yields bool.
 func (o Op) IsCompare() bool { return o.info().compare }
 
-// HasEffect reports whether the op writes memory or synchronizes.
-func (o Op) HasEffect() bool { return o.info().effect }
+// IsCommutative reports whether the op's two operands may be swapped.
+func (o Op) IsCommutative() bool { return o.info().comm }
+
+// Effect is what the op does besides computing its result.
+func (o Op) Effect() Effect { return o.info().effect }
+
+// HasResult reports whether the op produces a value.
+func (o Op) HasResult() bool { return o.info().result }
+
+// Removable reports whether a value of this op may go when nothing uses it.
+func (o Op) Removable() bool {
+	return o.info().effect&(WritesMem|Sync|Region|Ends) == 0 && o != OpParam && o != OpSize
+}
+
+// InPhase reports whether the op may appear in phase p.
+func (o Op) InPhase(p Phase) bool { return o.info().phase&p != 0 }
+
+// Ops lists every op, in table order.
+func Ops() []Op {
+	var out []Op
+	for o := OpInvalid + 1; o < numOps; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// Arg is v's operand of role r (the first, for a repeated role), or nil.
+func (v *Value) Arg(r Role) *Value {
+	roles := v.Op.info().roles
+	for i, x := range roles {
+		if x == r && i < len(v.Args) {
+			return v.Args[i]
+		}
+	}
+	return nil
+}
+
+// ArgIndex is the position of role r among v's operands, or -1.
+func (v *Value) ArgIndex(r Role) int {
+	for i, x := range v.Op.info().roles {
+		if x == r && i < len(v.Args) {
+			return i
+		}
+	}
+	return -1
+}
+
+// RoleOf is the role of operand i.
+func (v *Value) RoleOf(i int) Role {
+	info := v.Op.info()
+	if i < len(info.roles) {
+		return info.roles[i]
+	}
+	if info.vararg && len(info.roles) > 0 {
+		return info.roles[len(info.roles)-1]
+	}
+	panic("BUG: " + info.name + " has no operand " + strconv.Itoa(i))
+}
+
+// Ptr is a global access's pointer.
+func (v *Value) Ptr() *Value { return v.Arg(RolePtr) }
+
+// Mask is an access's mask.
+func (v *Value) Mask() *Value { return v.Arg(RoleMask) }
+
+// Data is what a store, an atomic or an LDS store writes.
+func (v *Value) Data() *Value { return v.Arg(RoleData) }
+
+// Other is what a masked-off load yields.
+func (v *Value) Other() *Value { return v.Arg(RoleOther) }
+
+// Addr is an LDS access's byte address.
+func (v *Value) Addr() *Value { return v.Arg(RoleAddr) }
+
+// Cond is a where's or an if's condition.
+func (v *Value) Cond() *Value { return v.Arg(RoleCond) }
+
+// Inits are a loop's initial carried values.
+func (v *Value) Inits() []*Value { return v.Args[3:] }
 
 // ReduceKind is the combining function of a reduction or an atomic.
 type ReduceKind uint8

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// This file holds every String method of the package.
+// This file holds every String method of the package but the attributes'.
 
 func (k Kind) String() string {
 	switch k {
@@ -38,11 +38,16 @@ func (d DType) String() string {
 	return d.K.String()
 }
 
+// String is tile<4x8xf32, #blocked{…}> for a tile, regs<8xf32> for
+// registers of each lane, and the element type for a scalar.
 func (t Type) String() string {
 	var sb strings.Builder
-	if t.Rank() == 0 {
+	switch {
+	case t.Regs > 0:
+		fmt.Fprintf(&sb, "regs<%dx%v>", t.Regs, t.DType)
+	case t.Rank() == 0:
 		sb.WriteString(t.DType.String())
-	} else {
+	default:
 		sb.WriteString("tile<")
 		for _, s := range t.Shape {
 			sb.WriteString(strconv.Itoa(s))
@@ -59,12 +64,13 @@ func (t Type) String() string {
 }
 
 func (l *Layout) String() string {
-	ints := func(x []int) string { return strings.Trim(strings.ReplaceAll(fmt.Sprint(x), " ", ","), "") }
-	s := fmt.Sprintf("#blocked{spt=%s tpw=%s wpb=%s order=%s", ints(l.SPT), ints(l.TPW), ints(l.WPB), ints(l.Order))
-	if len(l.Drop) > 0 {
-		s += " drop=" + ints(l.Drop)
+	ints := func(x []int) string { return strings.ReplaceAll(fmt.Sprint(x), " ", ",") }
+	s := fmt.Sprintf("#blocked{spt=%s tpw=%s wpb=%s order=%s}", ints(l.SPT), ints(l.TPW), ints(l.WPB), ints(l.Order))
+	// A reduction's result: the parent layout with its reduced dims sliced off.
+	for _, d := range l.Drop {
+		s = fmt.Sprintf("#slice{dim=%d %s}", d, s)
 	}
-	return s + "}"
+	return s
 }
 
 // String is the short form, v12.
@@ -79,63 +85,52 @@ func (r ReduceKind) String() string { return [...]string{"max", "sum", "min"}[r]
 func (o MemOrder) String() string   { return [...]string{"relaxed", "acq_rel", "seq_cst"}[o] }
 func (s MemScope) String() string   { return [...]string{"workgroup", "agent", "system"}[s] }
 
-// attrs is the bracketed attribute list of the long form.
+// attrs is the bracketed attribute of the long form.
 func (v *Value) attrs() string {
-	var a []string
-	switch v.Op {
-	case OpParam, OpSize:
-		a = append(a, strconv.Quote(v.Name))
-	case OpConst:
-		if v.Type.DType.IsFloat() {
-			a = append(a, strconv.FormatFloat(v.AuxF, 'g', -1, 64))
-		} else {
-			a = append(a, strconv.FormatInt(v.Aux, 10))
-		}
-	case OpArange, OpLoopVar, OpForResult, OpProgramID, OpNumPrograms, OpExpandDims:
-		a = append(a, strconv.FormatInt(v.Aux, 10))
-	case OpReduce, OpReduceLanes, OpReduceWave, OpReduceWaves:
-		a = append(a, "axis="+strconv.FormatInt(v.Aux, 10), v.Red.String())
-	case OpAtomicMax, OpAtomicAdd:
-		a = append(a, v.Order.String(), v.Scope.String())
-	case OpLDSStore, OpLDSLoad:
-		a = append(a, "offset="+strconv.FormatInt(v.Aux, 10), "pitch="+strconv.Itoa(v.Pitch))
-	}
-	if v.Vec > 1 {
-		a = append(a, "vec="+strconv.Itoa(v.Vec))
-	}
-	if v.UniformMask {
-		a = append(a, "uniform")
-	}
-	if len(a) == 0 {
+	if v.Attr == nil {
 		return ""
 	}
-	return " [" + strings.Join(a, " ") + "]"
+	s := v.Attr.attrString()
+	if v.Op == OpConst && v.Type.DType.IsFloat() {
+		s = strconv.FormatFloat(v.Const().Float, 'g', -1, 64)
+	}
+	if s == "" {
+		return ""
+	}
+	return " [" + s + "]"
 }
 
-// LongString is the full form, v12 = max <tile<…>> v9 v11.
+// AttrString is the attribute as the long form prints it, "" if none.
+func (v *Value) AttrString() string { return v.attrs() }
+
+// LongString is the full form, v12 = max <tile<…>> v9 v11, with the
+// value's name, if it has one, after a #.
 func (v *Value) LongString() string {
 	var sb strings.Builder
-	if v.Op.info().result || v.Op == OpFor { // a loop is named by its for_results
+	if v.Op.HasResult() || v.Op == OpFor { // a loop is named by its for_results
 		fmt.Fprintf(&sb, "%v = ", v)
 	}
 	sb.WriteString(v.Op.Name())
 	sb.WriteString(v.attrs())
-	if v.Op.info().result {
+	if v.Op.HasResult() {
 		fmt.Fprintf(&sb, " <%v>", v.Type)
 	}
 	for _, a := range v.Args {
 		sb.WriteByte(' ')
 		sb.WriteString(a.String())
 	}
+	if v.Name != "" && v.Op != OpParam && v.Op != OpSize {
+		sb.WriteString(" # " + v.Name)
+	}
 	return sb.String()
 }
 
-// String prints the whole function, one value a line, loop bodies indented.
+// String prints the whole function, one value a line, bodies indented.
 func (f *Func) String() string {
 	var sb strings.Builder
 	var ps []string
 	for _, p := range f.Params {
-		ps = append(ps, fmt.Sprintf("%s %v <%v>", p.Name, p, p.Type.DType))
+		ps = append(ps, fmt.Sprintf("%s %v <%v>", p.ArgName(), p, p.Type.DType))
 	}
 	fmt.Fprintf(&sb, "func %s(%s)", f.Name, strings.Join(ps, ", "))
 	if f.Target != nil {
@@ -162,7 +157,10 @@ func printBlock(sb *strings.Builder, b *Block, indent string) {
 			for _, x := range v.Body.Vars {
 				vars = append(vars, fmt.Sprintf("%v <%v>", x, x.Type))
 			}
-			fmt.Fprintf(sb, " (%s) {\n", strings.Join(vars, ", "))
+			if len(vars) > 0 {
+				fmt.Fprintf(sb, " (%s)", strings.Join(vars, ", "))
+			}
+			sb.WriteString(" {\n")
 			printBlock(sb, v.Body, indent+"  ")
 			sb.WriteString(indent + "}")
 		}

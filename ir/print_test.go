@@ -61,7 +61,7 @@ func TestPrintFunc(t *testing.T) {
   store v5 v19 v7
   v21 = reduce [axis=0 sum] <f32> v19
   v22 = const [1] <i1>
-  atomic_add [relaxed agent] v1 v21 v22
+  v23 = atomic [sum relaxed agent] <f32> v1 v21 v22
 }
 `
 	if diff := cmp.Diff(want, f.String()); diff != "" {
@@ -106,16 +106,21 @@ func TestPrintValue(t *testing.T) {
 	withLayout := *mx
 	withLayout.Type.Layout = lay
 	vec := *v["load"]
-	vec.Vec = 4
-	lds := f.NewValue(ir.OpLDSStore, ir.Type{}, mx)
-	lds.Pitch, lds.Aux = 72, 256
-	red := f.NewValue(ir.OpReduceWaves, ir.Type{DType: ir.F32, Layout: lay.Slice(0)}, mx)
-	red.Red, red.Pitch = ir.RMax, 0
-	q := f.NewValue(ir.OpCast, ir.Tile(ir.FP8(fp8.E4M3FN), 4), mx)
-	pid := f.NewValue(ir.OpProgramID, ir.Scalar(ir.I32))
-	pid.Aux = 1
-	big := f.NewValue(ir.OpConst, ir.Scalar(ir.F32))
-	big.AuxF = 1e-12
+	vec.Attr = &ir.MemAttr{Vec: 4, Uniform: true}
+	q := f.NewValue(ir.OpCast, ir.Tile(ir.FP8(fp8.E4M3FN), 4), nil, mx)
+	pid := f.NewValue(ir.OpProgramID, ir.Scalar(ir.I32), ir.AxisAttr{Axis: 1})
+	big := f.NewValue(ir.OpConst, ir.Scalar(ir.F32), ir.ConstAttr{Float: 1e-12})
+	named := f.NewValue(ir.OpAbs, ir.Scalar(ir.F32), nil, big).Named("scale")
+	// Lanes ops print every decision lowering made.
+	tid := f.NewValue(ir.OpTid, ir.Lanes(ir.I32, 1), nil)
+	rc := f.NewValue(ir.OpRegConst, ir.Lanes(ir.I32, 4), ir.ConstsAttr{C: []int64{0, 1, 8, 9}})
+	regs := f.NewValue(ir.OpSplat, ir.Lanes(ir.F32, 8), nil, big)
+	gather := f.NewValue(ir.OpGatherRegs, ir.Lanes(ir.F32, 4), ir.RegMapAttr{Map: []int{0, 0, 4, 4}}, regs)
+	fold := f.NewValue(ir.OpReduceRegs, ir.Lanes(ir.F32, 2), ir.FoldAttr{Kind: ir.RMax, N: 4, Stride: 2}, regs)
+	bf := f.NewValue(ir.OpButterfly, ir.Lanes(ir.F32, 2), ir.ButterflyAttr{Kind: ir.RSum, First: 2, Steps: 3}, fold)
+	shfl := f.NewValue(ir.OpShflXor, ir.Lanes(ir.F32, 2), ir.LaneAttr{Mask: 16}, bf)
+	st := f.NewValue(ir.OpLDSStore, ir.Type{}, &ir.MemAttr{Vec: 2}, rc, fold, tid)
+	lr := f.NewValue(ir.OpLDSReduce, ir.Lanes(ir.F32, 4), ir.LDSFoldAttr{Kind: ir.RMax, Count: 8, Stride: 256}, rc)
 	for _, tt := range []struct {
 		v    *ir.Value
 		want string
@@ -125,22 +130,29 @@ func TestPrintValue(t *testing.T) {
 		{v["offs"], "v3 = arange [4] <tile<4xi32>>"},
 		{mx, "v17 = max <tile<4xf32>> v15 v16"},
 		{&withLayout, "v17 = max <tile<4xf32, #blocked{spt=[1] tpw=[32] wpb=[4] order=[0]}>> v15 v16"},
-		{&vec, "v10 = load [vec=4] <tile<4xf32>> v5 v7 v9"},
+		{&vec, "v10 = load [vec=4 uniform] <tile<4xf32>> v5 v7 v9"},
 		{v["sum"], "v21 = reduce [axis=0 sum] <f32> v19"},
 		{loop, "v13 = for v11 v2 v12 v10"},
 		{iv, "v14 = loop_var [0] <i32>"},
 		{carried[0], "v15 = loop_var [1] <tile<4xf32>>"},
-		{lds, "lds_store [offset=256 pitch=72] v17"},
-		{red, "v25 = reduce_waves [axis=0 max] <f32> v17"},
-		{q, "v26 = cast <tile<4xe4m3fn>> v17"},
-		{pid, "v27 = program_id [1] <i32>"},
-		{big, "v28 = const [1e-12] <f32>"},
+		{q, "v24 = cast <tile<4xe4m3fn>> v17"},
+		{pid, "v25 = program_id [1] <i32>"},
+		{big, "v26 = const [1e-12] <f32>"},
+		{named, "v27 = abs <f32> v26 # scale"},
+		{tid, "v28 = tid <regs<1xi32>>"},
+		{rc, "v29 = regconst [[0 1 8 9]] <regs<4xi32>>"},
+		{gather, "v31 = gather_regs [[0 0 4 4]] <regs<4xf32>> v30"},
+		{fold, "v32 = reduce_regs [max n=4 stride=2] <regs<2xf32>> v30"},
+		{bf, "v33 = butterfly [sum lanes^2..8] <regs<2xf32>> v32"},
+		{shfl, "v34 = shfl_xor [lane^16] <regs<2xf32>> v33"},
+		{st, "lds_store [vec=2] v29 v32 v28"},
+		{lr, "v36 = lds_reduce [max count=8 stride=256] <regs<4xf32>> v29"},
 	} {
 		if got := tt.v.LongString(); got != tt.want {
 			t.Errorf("long form\n got %s\nwant %s", got, tt.want)
 		}
 	}
-	if got, want := lay.Slice(0).String(), "#blocked{spt=[1] tpw=[32] wpb=[4] order=[0] drop=[0]}"; got != want {
+	if got, want := lay.Slice(0).String(), "#slice{dim=0 #blocked{spt=[1] tpw=[32] wpb=[4] order=[0]}}"; got != want {
 		t.Errorf("sliced layout %s; want %s", got, want)
 	}
 }

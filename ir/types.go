@@ -4,7 +4,7 @@ import (
 	"github.com/fp8gen/fp8gen/fp8"
 )
 
-// Kind is the scalar kind of a tile's elements.
+// Kind is the scalar kind of a value's elements.
 type Kind uint8
 
 const (
@@ -54,6 +54,9 @@ func (d DType) IsFloat() bool { return d.K == KF32 || d.K == KBF16 || d.K == KFP
 // IsInt reports whether d is a signed integer.
 func (d DType) IsInt() bool { return d.K == KI32 || d.K == KI64 }
 
+// Bits is the width of an element in memory, in bits.
+func (d DType) Bits() int { return 8 * d.Bytes() }
+
 // Bytes is the size of one element in memory.
 func (d DType) Bytes() int {
 	switch d.K {
@@ -77,13 +80,17 @@ func (d DType) Words() int {
 	return 1
 }
 
-// Type is a tile type: a shape of compile-time extents (rank 0 is a scalar,
-// uniform across the block), an element type, and — once lowering has
-// assigned one — the layout that maps elements to lanes and registers.
+// Type is a value's type. In the tile phases it is a tile: a shape of
+// compile-time extents (rank 0 is a scalar), an element type and — once the
+// layout pass has run — the layout that maps elements to lanes and
+// registers. In the lanes phase the shape and layout are gone: a value is
+// either uniform (Regs 0: one value the whole block shares) or an array of
+// Regs registers in every lane.
 type Type struct {
 	Shape  []int
 	DType  DType
 	Layout *Layout
+	Regs   int // lanes phase only
 }
 
 // Scalar is the rank-0 type of d.
@@ -91,6 +98,9 @@ func Scalar(d DType) Type { return Type{DType: d} }
 
 // Tile is the type of a tile of the given shape.
 func Tile(d DType, shape ...int) Type { return Type{Shape: append([]int(nil), shape...), DType: d} }
+
+// Lanes is the lanes-phase type of n registers of d in every lane (0: uniform).
+func Lanes(d DType, n int) Type { return Type{DType: d, Regs: n} }
 
 // Rank is the number of dimensions.
 func (t Type) Rank() int { return len(t.Shape) }

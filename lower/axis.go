@@ -47,9 +47,9 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 		a := axisInfo{contig: ones(r), constant: ones(r), div: 1}
 		switch v.Op {
 		case ir.OpConst:
-			a.div = divOf(v.Aux)
+			a.div = divOf(v.Const().Int)
 		case ir.OpSize:
-			if d, ok := cfg.Div[v.Name]; ok {
+			if d, ok := cfg.Div[v.ArgName()]; ok {
 				a.div = d
 			}
 		case ir.OpParam:
@@ -57,15 +57,15 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 		case ir.OpArange:
 			a.contig[0], a.div = v.Type.Shape[0], maxDiv
 		case ir.OpLoopVar:
-			if v.Aux == 0 {
-				loop := v.Block.Parent
+			if v.Index() == 0 {
+				loop := v.Loop()
 				a.div = min(get(loop.Args[0]).div, get(loop.Args[2]).div)
 			}
 		case ir.OpSplat:
 			a.constant, a.div = append([]int(nil), v.Type.Shape...), get(v.Args[0]).div
 		case ir.OpExpandDims:
 			x := get(v.Args[0])
-			ax := int(v.Aux)
+			ax := v.Axis()
 			a.contig = insert(x.contig, ax)
 			a.constant = insert(x.constant, ax)
 			a.div = x.div
@@ -111,9 +111,20 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 				a.constant[i] = max(a.constant[i], g)
 			}
 		case ir.OpAnd, ir.OpOr:
+			// Constant over a block only where both operands are.
 			x, y := get(v.Args[0]), get(v.Args[1])
 			for i := 0; i < r; i++ {
 				a.constant[i] = min(x.constant[i], y.constant[i])
+			}
+		case ir.OpCast:
+			if v.Type.DType.IsInt() && v.Args[0].Type.DType.IsInt() {
+				a = get(v.Args[0]) // widening keeps runs and divisors
+			}
+		case ir.OpAssume:
+			x, h := get(v.Args[0]), v.Assumption()
+			a = axisInfo{contig: append([]int(nil), x.contig...), constant: append([]int(nil), x.constant...), div: max(x.div, h.Div)}
+			if r > 0 {
+				a.contig[r-1] = max(a.contig[r-1], min(h.Contig, v.Type.Shape[r-1]))
 			}
 		case ir.OpConvert:
 			a = get(v.Args[0])

@@ -29,6 +29,10 @@ func anchor(shape []int, contig, elemBytes, wave, warps int) *ir.Layout {
 	return ir.Blocked(spt, tpw, wpb, []int{contig, o})
 }
 
+func isAccess(v *ir.Value) bool {
+	return v.Op == ir.OpStore || v.Op == ir.OpAtomic
+}
+
 // assignLayout gives every tile a layout. Loads take the anchor layout of
 // their pointers; layouts flow forward from loads through the data path
 // (reductions slice, expand_dims and broadcasts keep the base, trans
@@ -36,7 +40,8 @@ func anchor(shape []int, contig, elemBytes, wave, warps int) *ir.Layout {
 // the pointer's contiguous axis, and takes its anchor otherwise; index
 // computations then take, backward, the layouts their users need; what is
 // left gets a default. Where an operand's layout differs from what its user
-// needs, a convert is inserted: the one place LDS traffic is introduced.
+// needs, index arithmetic is recomputed in the needed layout and data is
+// converted: the one place LDS traffic is introduced.
 func assignLayout(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	wave := f.Target.WaveSize
@@ -65,40 +70,36 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			}
 		}
 		for _, v := range all {
-			if v.Op == ir.OpStore || v.Op == ir.OpAtomicMax || v.Op == ir.OpAtomicAdd {
-				p, x := v.Args[0], v.Args[1]
-				if p.Type.Rank() == 0 || p.Type.Layout != nil {
-					continue
-				}
-				if x.Type.Layout == nil {
-					continue // not yet known: decided on a later round
-				}
-				want := anchorOf(p, x.Type.DType)
-				l := x.Type.Layout
-				if l.Order[0] != l.BaseDim(info[p].contigAxis()) {
-					l = want
-				}
-				changed = set(p, l) || changed
+			if !isAccess(v) {
+				continue
 			}
+			p, x := v.Ptr(), v.Data()
+			if p.Type.Rank() == 0 || p.Type.Layout != nil || x.Type.Layout == nil {
+				continue // scalar, decided, or not yet known: a later round
+			}
+			l := x.Type.Layout
+			if l.Order[0] != l.BaseDim(info[p].contigAxis()) {
+				l = anchorOf(p, x.Type.DType)
+			}
+			changed = set(p, l) || changed
 		}
 		for i := len(all) - 1; i >= 0; i-- {
 			v := all[i]
 			l := v.Type.Layout
-			if l == nil && v.Op != ir.OpStore && v.Op != ir.OpAtomicMax && v.Op != ir.OpAtomicAdd && v.Op != ir.OpYield {
+			if l == nil && !isAccess(v) && v.Op != ir.OpYield {
 				continue
 			}
 			for j, a := range v.Args {
 				changed = set(a, backward(v, j, l)) || changed
 			}
-			if v.Op == ir.OpLoopVar && v.Aux > 0 {
-				loop := v.Block.Parent
-				changed = set(loop.Args[2+v.Aux], l) || changed
+			if v.Op == ir.OpLoopVar && v.Index() > 0 {
+				changed = set(v.Loop().Args[2+v.Index()], l) || changed
 			}
 		}
 		if !changed {
 			// Last resort: anchor layouts for tiles nothing decided.
 			for _, v := range all {
-				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op != ir.OpStore {
+				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op.HasResult() {
 					contig := v.Type.Rank() - 1
 					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps)) || changed
 					break
@@ -106,7 +107,8 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			}
 		}
 	}
-	return insertConverts(f, cfg)
+	insertConverts(f)
+	return nil
 }
 
 // forward is the layout v takes from its operands, or nil.
@@ -114,24 +116,16 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout) *ir.Lay
 	if v.Type.Rank() == 0 {
 		return nil
 	}
-	first := func() *ir.Layout {
-		for _, a := range v.Args {
-			if a.Type.Rank() > 0 && a.Type.Layout != nil {
-				return a.Type.Layout
-			}
-		}
-		return nil
-	}
 	switch v.Op {
 	case ir.OpLoad:
-		return anchorOf(v.Args[0], v.Type.DType)
+		return anchorOf(v.Ptr(), v.Type.DType)
 	case ir.OpReduce:
 		if l := v.Args[0].Type.Layout; l != nil {
-			return l.Slice(int(v.Aux))
+			return l.Slice(v.Reduction().Axis)
 		}
 	case ir.OpExpandDims:
 		if l := v.Args[0].Type.Layout; l != nil {
-			if e, ok := l.Expand(int(v.Aux)); ok {
+			if e, ok := l.Expand(v.Axis()); ok {
 				return e
 			}
 		}
@@ -140,21 +134,27 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout) *ir.Lay
 			return l.Trans()
 		}
 	case ir.OpForResult:
-		return v.Args[0].Body.Vars[1+v.Aux].Type.Layout
+		_, carried := v.Args[0].ForVars()
+		return carried[v.Index()].Type.Layout
 	case ir.OpLoopVar:
-		if v.Aux > 0 {
-			loop := v.Block.Parent
-			if l := loop.Args[2+v.Aux].Type.Layout; l != nil {
+		if v.Index() > 0 {
+			loop := v.Loop()
+			if l := loop.Args[2+v.Index()].Type.Layout; l != nil {
 				return l
 			}
-			body := loop.Body.Values
-			return body[len(body)-1].Args[v.Aux-1].Type.Layout
+			return loop.Yield().Args[v.Index()-1].Type.Layout
 		}
 	case ir.OpArange, ir.OpSplat:
 		return nil
+	case ir.OpRotate, ir.OpBroadcast:
+		return v.Args[0].Type.Layout
 	default:
-		if v.Op.IsElementwise() || v.Op == ir.OpBroadcast {
-			return first()
+		if v.Op.IsElementwise() {
+			for _, a := range v.Args {
+				if a.Type.Rank() > 0 && a.Type.Layout != nil {
+					return a.Type.Layout
+				}
+			}
 		}
 	}
 	return nil
@@ -163,18 +163,18 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout) *ir.Lay
 // backward is the layout v wants for operand j, given its own layout l.
 func backward(v *ir.Value, j int, l *ir.Layout) *ir.Layout {
 	switch v.Op {
-	case ir.OpStore, ir.OpAtomicMax, ir.OpAtomicAdd:
-		return v.Args[0].Type.Layout
+	case ir.OpStore, ir.OpAtomic:
+		return v.Ptr().Type.Layout
 	case ir.OpYield:
-		loop := v.Block.Parent
-		return loop.Body.Vars[j+1].Type.Layout
-	case ir.OpReduce, ir.OpSplat, ir.OpFor, ir.OpForResult:
+		_, carried := v.Block.Parent.ForVars()
+		return carried[j].Type.Layout
+	case ir.OpReduce, ir.OpSplat, ir.OpFor, ir.OpForResult, ir.OpIf:
 		return nil
 	case ir.OpExpandDims:
-		return l.Slice(int(v.Aux))
+		return l.Slice(v.Axis())
 	case ir.OpTrans:
 		return l.Trans()
-	case ir.OpBroadcast:
+	case ir.OpBroadcast, ir.OpRotate:
 		return l
 	}
 	if v.Op.IsElementwise() {
@@ -183,9 +183,43 @@ func backward(v *ir.Value, j int, l *ir.Layout) *ir.Layout {
 	return nil
 }
 
-// insertConverts puts a convert before every operand whose layout is not the
-// one its user needs.
-func insertConverts(f *ir.Func, cfg *Config) error {
+// need is the layout operand j of v must have (nil: any).
+func need(v *ir.Value, j int) *ir.Layout {
+	l := v.Type.Layout
+	switch v.Op {
+	case ir.OpStore, ir.OpAtomic:
+		return v.Ptr().Type.Layout
+	case ir.OpYield:
+		_, carried := v.Block.Parent.ForVars()
+		return carried[j].Type.Layout
+	case ir.OpFor:
+		if j >= 3 {
+			return v.Body.Vars[j-2].Type.Layout
+		}
+		return nil
+	case ir.OpExpandDims:
+		return l.Slice(v.Axis())
+	case ir.OpTrans:
+		return l.Trans()
+	case ir.OpBroadcast, ir.OpRotate:
+		return l
+	case ir.OpReduce, ir.OpSplat, ir.OpForResult, ir.OpConvert, ir.OpIf:
+		return nil
+	}
+	if v.Op.IsElementwise() {
+		if v.Type.Rank() == 0 && len(v.Args) > 0 {
+			return v.Args[0].Type.Layout
+		}
+		return l
+	}
+	return nil
+}
+
+// insertConverts fixes every operand whose layout is not the one its user
+// needs: index arithmetic (a function of aranges, scalars and constants) is
+// recomputed in the needed layout, which costs a few instructions; anything
+// else goes through LDS in a convert.
+func insertConverts(f *ir.Func) {
 	var fix func(b *ir.Block)
 	fix = func(b *ir.Block) {
 		for i := 0; i < len(b.Values); i++ {
@@ -201,8 +235,17 @@ func insertConverts(f *ir.Func, cfg *Config) error {
 				if want == nil || ir.Equivalent(a.Type.Layout, want, a.Type.Shape, f.Threads) {
 					continue
 				}
-				c := f.NewValue(ir.OpConvert, ir.Type{Shape: a.Type.Shape, DType: a.Type.DType, Layout: want}, a)
-				c.Pos = v.Pos
+				if recomputable(a) {
+					var made []*ir.Value
+					v.Args[j] = recompute(f, a, want, &made)
+					for _, m := range made {
+						b.Insert(i, m)
+						i++
+					}
+					continue
+				}
+				c := f.NewValue(ir.OpConvert, ir.Type{Shape: a.Type.Shape, DType: a.Type.DType, Layout: want}, nil, a)
+				c.Pos, c.Name = v.Pos, a.Name
 				b.Insert(i, c)
 				i++
 				v.Args[j] = c
@@ -210,36 +253,59 @@ func insertConverts(f *ir.Func, cfg *Config) error {
 		}
 	}
 	fix(f.Entry)
-	return nil
 }
 
-// need is the layout operand j of v must have.
-func need(v *ir.Value, j int) *ir.Layout {
-	l := v.Type.Layout
+// recomputable reports whether tile v is index arithmetic: made only of
+// aranges, splats of scalars and cheap elementwise ops on them, so that a
+// copy in another layout costs less than an LDS round trip.
+func recomputable(v *ir.Value) bool {
+	if v.Type.Rank() == 0 {
+		return true
+	}
 	switch v.Op {
-	case ir.OpStore, ir.OpAtomicMax, ir.OpAtomicAdd:
-		return v.Args[0].Type.Layout
-	case ir.OpYield:
-		return v.Block.Parent.Body.Vars[j+1].Type.Layout
-	case ir.OpFor:
-		if j >= 3 {
-			return v.Body.Vars[j-2].Type.Layout
+	case ir.OpArange, ir.OpSplat:
+		return true
+	case ir.OpExpandDims, ir.OpBroadcast, ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpRem,
+		ir.OpAnd, ir.OpOr, ir.OpXor, ir.OpShl, ir.OpShr, ir.OpShrU, ir.OpMin, ir.OpMax,
+		ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe, ir.OpPtrAdd, ir.OpCast, ir.OpWhere, ir.OpAssume:
+		if !v.Type.DType.IsInt() && v.Type.DType != ir.Bool && v.Type.DType.K != ir.KPtr {
+			return false
 		}
-		return nil
-	case ir.OpExpandDims:
-		return l.Slice(int(v.Aux))
-	case ir.OpTrans:
-		return l.Trans()
-	case ir.OpBroadcast:
-		return l
-	case ir.OpReduce, ir.OpSplat, ir.OpForResult, ir.OpConvert:
-		return nil
-	}
-	if v.Op.IsElementwise() {
-		if v.Type.Rank() == 0 && len(v.Args) > 0 {
-			return v.Args[0].Type.Layout
+		for _, a := range v.Args {
+			if !recomputable(a) {
+				return false
+			}
 		}
-		return l
+		return true
 	}
-	return nil
+	return false
+}
+
+// recompute copies index arithmetic v into layout l; the new values, in
+// order, go to made.
+func recompute(f *ir.Func, v *ir.Value, l *ir.Layout, made *[]*ir.Value) *ir.Value {
+	if v.Type.Rank() == 0 {
+		return v
+	}
+	if ir.Equivalent(v.Type.Layout, l, v.Type.Shape, f.Threads) {
+		return v
+	}
+	c := f.NewValue(v.Op, ir.Type{Shape: v.Type.Shape, DType: v.Type.DType, Layout: l}, v.Attr)
+	c.Pos, c.Name = v.Pos, v.Name
+	for _, a := range v.Args {
+		al := l
+		switch v.Op {
+		case ir.OpExpandDims:
+			al = l.Slice(v.Axis())
+		case ir.OpSplat:
+			al = nil
+		}
+		if a.Type.Rank() == 0 || al == nil {
+			c.Args = append(c.Args, a)
+		} else {
+			c.Args = append(c.Args, recompute(f, a, al, made))
+		}
+	}
+	*made = append(*made, c)
+	return c
 }

@@ -1,7 +1,6 @@
 package lower_test
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,6 +28,11 @@ type lowered struct {
 	before string
 	after  map[string]string
 	order  []string
+	// Facts of the layout phase (after vectorize), by value ID: its layout
+	// and its vector width.
+	layout map[*ir.Value]*ir.Layout
+	vec    map[*ir.Value]*ir.MemAttr
+	tiles  *ir.Func // the layout-phase values, for only
 }
 
 // build runs setup and lowers the kernel with 4 waves and the verifier on.
@@ -40,15 +44,42 @@ func build(t *testing.T, setup func(b *ir.Builder), div map[string]int) *lowered
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lowered{f: f, before: f.String(), after: map[string]string{}}
+	l := &lowered{f: f, before: f.String(), after: map[string]string{}, layout: map[*ir.Value]*ir.Layout{}, vec: map[*ir.Value]*ir.MemAttr{}}
+	var tiles []*ir.Value
 	cfg := &lower.Config{Warps: 4, Verify: true, Div: div, After: func(pass string, f *ir.Func) {
 		l.after[pass] = f.String()
 		l.order = append(l.order, pass)
+		if pass == "vectorize" {
+			f.Walk(func(v *ir.Value) {
+				tiles = append(tiles, v)
+				l.layout[v] = v.Type.Layout
+				if m, ok := v.Attr.(*ir.MemAttr); ok {
+					c := *m
+					l.vec[v] = &c
+				}
+			})
+		}
 	}}
 	if err := lower.Run(f, cfg); err != nil {
 		t.Fatal(err)
 	}
+	l.tiles = &ir.Func{Entry: &ir.Block{Values: tiles}}
 	return l
+}
+
+// onlyTile returns the one layout-phase value of op op.
+func onlyTile(t *testing.T, l *lowered, op ir.Op) *ir.Value {
+	t.Helper()
+	var found []*ir.Value
+	for _, v := range l.tiles.Entry.Values {
+		if v.Op == op {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d %s values in the layout phase, want 1:\n%s", len(found), op.Name(), l.after["vectorize"])
+	}
+	return found[0]
 }
 
 // opNames lists the op names of a block, loop bodies inline.
@@ -167,8 +198,11 @@ type passCase struct {
 // loadVec is the case: rowwise with K divisible by div loads vec elements a lane.
 func loadVec(name string, div map[string]int, vec int) passCase {
 	return passCase{name: name, setup: rowwise, div: div, check: func(t *testing.T, l *lowered) {
-		if v := only(t, l.f, ir.OpLoad); v.Vec != vec {
-			t.Errorf("load vec=%d; want %d: %s", v.Vec, vec, v.LongString())
+		if v := onlyTile(t, l, ir.OpLoad); l.vec[v].Vec != vec {
+			t.Errorf("load vec=%d; want %d: %s", l.vec[v].Vec, vec, v.LongString())
+		}
+		if v := only(t, l.f, ir.OpLoad); v.Mem().Vec != vec {
+			t.Errorf("lanes load vec=%d; want %d: %s", v.Mem().Vec, vec, v.LongString())
 		}
 	}}
 }
@@ -185,41 +219,44 @@ func TestLowerPasses(t *testing.T) {
 			div:   map[string]int{"K": 16},
 			check: func(t *testing.T, l *lowered) {
 				// [1,256] bf16: 8 a lane, 32 lanes and 4 waves along the row.
-				load := only(t, l.f, ir.OpLoad)
+				load := onlyTile(t, l, ir.OpLoad)
 				want := ir.Blocked([]int{1, 8}, []int{1, 32}, []int{1, 4}, []int{1, 0})
-				if !reflect.DeepEqual(load.Type.Layout, want) {
-					t.Errorf("load layout %v; want %v", load.Type.Layout, want)
+				if !reflect.DeepEqual(l.layout[load], want) {
+					t.Errorf("load layout %v; want %v", l.layout[load], want)
 				}
 				c := count(l.f)
-				if c["reduce"] != 0 || c["reduce_lanes"] != 1 || c["reduce_wave"] != 1 || c["reduce_waves"] != 1 {
-					t.Errorf("reduce steps %v; want one each of reduce_lanes, reduce_wave, reduce_waves", c)
+				if c["reduce"] != 0 || c["reduce_regs"] != 1 || c["butterfly"] != 1 || c["lds_reduce"] != 1 || c["lds_store"] != 1 || c["barrier"] != 2 {
+					t.Errorf("reduce steps %v; want one each of reduce_regs, butterfly, lds_store, lds_reduce, and two barriers", c)
 				}
-				w := only(t, l.f, ir.OpReduceWaves)
-				if w.Args[0].Op != ir.OpReduceWave || w.Args[0].Args[0].Op != ir.OpReduceLanes {
-					t.Errorf("reduce steps out of order: %s ← %s", w.LongString(), w.Args[0].LongString())
+				lr := only(t, l.f, ir.OpLDSReduce)
+				if a := lr.LDSFold(); a.Count != 4 || a.Stride != 4 || a.Kind != ir.RMax {
+					t.Errorf("%s: want the max of 4 partials, 4 bytes apart", lr.LongString())
 				}
-				for _, v := range []*ir.Value{w, w.Args[0], w.Args[0].Args[0]} {
-					if v.Aux != 1 || v.Red != ir.RMax || !reflect.DeepEqual(v.Type.Layout, want.Slice(1)) {
-						t.Errorf("%s: want axis 1, max, layout %v", v.LongString(), want.Slice(1))
-					}
+				fold := only(t, l.f, ir.OpReduceRegs)
+				if a := fold.Fold(); a.N != 8 || a.Stride != 1 || fold.Type.Regs != 1 {
+					t.Errorf("%s: want one register folding 8", fold.LongString())
+				}
+				bf := only(t, l.f, ir.OpButterfly)
+				if a := bf.Butterfly(); a.First != 1 || a.Steps != 5 || bf.Args[0] != fold {
+					t.Errorf("%s: want lanes 1..16 after the register fold", bf.LongString())
 				}
 				// The waves exchange one f32 partial each through LDS.
 				if l.f.LDSBytes != 4*4 {
 					t.Errorf("LDS %d bytes; want 16 (4 waves × 1 f32)", l.f.LDSBytes)
 				}
-				if c["lds_store"]+c["lds_load"]+c["barrier"]+c["convert"] != 0 {
+				if c["lds_load"]+c["convert"] != 0 {
 					t.Errorf("unexpected LDS round trip: %v", c)
 				}
 			},
 		},
 		{
-			name:  "reduce along lanes only: no reduce_waves",
+			name:  "reduce along lanes only: no wave exchange",
 			setup: reduce2D(8, 64, 1, false),
 			check: func(t *testing.T, l *lowered) {
 				// [8,64] f32: 4 a lane, 16 lanes along a row, the waves down the rows.
 				c := count(l.f)
-				if c["reduce_lanes"] != 1 || c["reduce_wave"] != 1 || c["reduce_waves"] != 0 {
-					t.Errorf("reduce steps %v; want reduce_lanes and reduce_wave only", c)
+				if c["reduce_regs"] != 1 || c["butterfly"] != 1 || c["lds_reduce"] != 0 {
+					t.Errorf("reduce steps %v; want reduce_regs and butterfly only", c)
 				}
 			},
 		},
@@ -228,23 +265,23 @@ func TestLowerPasses(t *testing.T) {
 			setup: reduce2D(8, 64, 0, false),
 			check: func(t *testing.T, l *lowered) {
 				c := count(l.f)
-				if c["reduce_lanes"] != 1 || c["reduce_wave"] != 1 || c["reduce_waves"] != 1 {
-					t.Errorf("reduce steps %v; want one of each", c)
+				if c["butterfly"] != 1 || c["lds_reduce"] != 1 {
+					t.Errorf("reduce steps %v; want a butterfly and a wave exchange", c)
 				}
 				// 4 waves along the rows, a partial of 64 f32 from each.
 				// The sum is stored in its own layout: no convert.
-				if l.f.LDSBytes != 4*64*4 || c["lds_store"] != 0 {
-					t.Errorf("LDS %d bytes; want %d", l.f.LDSBytes, 4*64*4)
+				if l.f.LDSBytes != 4*64*4 || c["lds_load"] != 0 {
+					t.Errorf("LDS %d bytes, ops %v; want %d and no round trip", l.f.LDSBytes, c, 4*64*4)
 				}
 			},
 		},
 		{
-			name:  "reduce of an axis held in one lane: reduce_lanes only",
+			name:  "reduce of an axis held in one lane: reduce_regs only",
 			setup: reduce2D(1, 256, 0, false),
 			check: func(t *testing.T, l *lowered) {
 				c := count(l.f)
-				if c["reduce_lanes"] != 1 || c["reduce_wave"] != 0 || c["reduce_waves"] != 0 {
-					t.Errorf("reduce steps %v; want reduce_lanes only", c)
+				if c["butterfly"] != 0 || c["lds_reduce"] != 0 {
+					t.Errorf("reduce steps %v; want no shuffle and no LDS", c)
 				}
 			},
 		},
@@ -259,40 +296,32 @@ func TestLowerPasses(t *testing.T) {
 				var seq []string
 				for _, n := range opNames(l.f.Entry) {
 					switch n {
-					case "lds_store", "lds_load", "barrier", "convert", "reduce_waves":
+					case "lds_store", "lds_load", "barrier", "lds_reduce", "store":
 						seq = append(seq, n)
 					}
 				}
-				if diff := cmp.Diff([]string{"lds_store", "barrier", "lds_load", "barrier", "store"}, tail(opNames(l.f.Entry), 5)); diff != "" {
-					t.Errorf("end of the kernel (-want +got):\n%s", diff)
-				}
-				if diff := cmp.Diff([]string{"lds_store", "barrier", "lds_load", "barrier"}, seq); diff != "" {
+				if diff := cmp.Diff([]string{"lds_store", "barrier", "lds_load", "barrier", "store"}, seq); diff != "" {
 					t.Errorf("LDS ops (-want +got):\n%s", diff)
 				}
 				st, ld := only(t, l.f, ir.OpLDSStore), only(t, l.f, ir.OpLDSLoad)
-				if st.Args[0].Op != ir.OpTrans {
-					t.Errorf("LDS holds %s; want the transposed tile", st.Args[0].LongString())
-				}
 				// [16,64] fp8 rows padded by 4 bytes: an odd number of words.
-				if st.Pitch != 64+4 || ld.Pitch != st.Pitch || st.Aux != ld.Aux {
-					t.Errorf("%s / %s: want pitch 68 and one offset", st.LongString(), ld.LongString())
-				}
-				if ld.Vec != 4 {
-					t.Errorf("%s: want one-word LDS reads (vec=4)", ld.LongString())
-				}
 				if want := 16 * (64 + 4) * 1; l.f.LDSBytes != want {
 					t.Errorf("LDS %d bytes; want %d", l.f.LDSBytes, want)
 				}
+				if ld.Mem().Vec != 4 || st.Mem().Vec != 1 {
+					t.Errorf("%s / %s: want one-word LDS reads (vec=4) and byte writes", ld.LongString(), st.LongString())
+				}
 				store := only(t, l.f, ir.OpStore)
-				if store.Args[1] != ld {
+				if store.Data() != ld {
 					t.Errorf("store %s does not store the LDS load", store.LongString())
 				}
 				// 16 fp8 along M a lane; 8 bf16 along K.
-				if store.Vec != 16 || only(t, l.f, ir.OpLoad).Vec != 8 {
-					t.Errorf("store vec=%d, load vec=%d; want 16 and 8", store.Vec, only(t, l.f, ir.OpLoad).Vec)
+				if store.Mem().Vec != 16 || only(t, l.f, ir.OpLoad).Mem().Vec != 8 {
+					t.Errorf("store vec=%d, load vec=%d; want 16 and 8", store.Mem().Vec, only(t, l.f, ir.OpLoad).Mem().Vec)
 				}
-				if got, want := store.Args[0].Type.Layout.Order[0], 1; got != want {
-					t.Errorf("store layout %v is not fastest along M", store.Args[0].Type.Layout)
+				ts := onlyTile(t, l, ir.OpStore)
+				if got, want := l.layout[ts.Ptr()].Order[0], 1; got != want {
+					t.Errorf("store layout %v is not fastest along M", l.layout[ts.Ptr()])
 				}
 			},
 		},
@@ -301,14 +330,14 @@ func TestLowerPasses(t *testing.T) {
 			setup: scale2x,
 			check: func(t *testing.T, l *lowered) {
 				c := count(l.f)
-				if c["convert"]+c["lds_store"]+c["lds_load"]+c["barrier"] != 0 || l.f.LDSBytes != 0 {
+				if c["lds_store"]+c["lds_load"]+c["barrier"] != 0 || l.f.LDSBytes != 0 {
 					t.Errorf("ops %v, LDS %d; want no LDS traffic", c, l.f.LDSBytes)
 				}
 				if strings.Contains(l.after["layout"], "convert") {
 					t.Errorf("layout inserted a convert:\n%s", l.after["layout"])
 				}
-				ld, st := only(t, l.f, ir.OpLoad), only(t, l.f, ir.OpStore)
-				if !reflect.DeepEqual(ld.Type.Layout, st.Args[1].Type.Layout) || ld.Vec != 4 || st.Vec != 4 {
+				ld, st := onlyTile(t, l, ir.OpLoad), onlyTile(t, l, ir.OpStore)
+				if !reflect.DeepEqual(l.layout[ld], l.layout[st.Data()]) || l.vec[ld].Vec != 4 || l.vec[st].Vec != 4 {
 					t.Errorf("load %s, store %s: want one layout and vec=4", ld.LongString(), st.LongString())
 				}
 			},
@@ -316,13 +345,14 @@ func TestLowerPasses(t *testing.T) {
 		{
 			name:  "store indexed by the load's arange: the load's indices stay in registers",
 			setup: reduce2D(8, 64, 1, true),
-			bug: "assignLayout decides the store's pointer layout (the 1-D anchor, as the sliced layout of the " +
-				"sum is not 'coalesced') before the backward sweep, and the sweep, running from the last value, " +
-				"then gives that anchor to the arange the load's indices share; the load's index tile is " +
-				"converted back through LDS (lds_store/barrier/lds_load/barrier before the load). rowwise_cast " +
-				"with ROWS>1 (e.g. K=64: ROWS=8, WARPS=1) gets 3 LDS round trips this way (rows, row mask, " +
-				"inv_scale) where at most the inv_scale value needs one",
 			check: func(t *testing.T, l *lowered) {
+				// The arange both share is recomputed in the store's
+				// layout: only the sums go through LDS, once.
+				c := count(l.f)
+				if c["lds_load"] > 1 {
+					t.Errorf("%d LDS round trips; want at most one, for the stored sums", c["lds_load"])
+				}
+				ld := only(t, l.f, ir.OpLoad)
 				var fed func(v *ir.Value) bool // whether an LDS load feeds v
 				fed = func(v *ir.Value) bool {
 					if v.Op == ir.OpLDSLoad {
@@ -335,11 +365,8 @@ func TestLowerPasses(t *testing.T) {
 					}
 					return false
 				}
-				if ld := only(t, l.f, ir.OpLoad); fed(ld) {
+				if fed(ld) {
 					t.Errorf("the load's operands come through LDS")
-				}
-				if c := count(l.f); c["lds_store"] > 1 {
-					t.Errorf("%d LDS round trips; want at most one, for the stored sums", c["lds_store"])
 				}
 			},
 		},
@@ -347,28 +374,28 @@ func TestLowerPasses(t *testing.T) {
 			name:  "loop-carried tile keeps one layout",
 			setup: amaxLoop,
 			check: func(t *testing.T, l *lowered) {
-				loop := only(t, l.f, ir.OpFor)
-				iv, carried := loop.ForVars()
-				if iv.Type.Rank() != 0 || len(carried) != 1 {
-					t.Fatalf("loop vars %v %v", iv, carried)
-				}
-				yield := loop.Body.Values[len(loop.Body.Values)-1]
-				res := only(t, l.f, ir.OpForResult)
-				want := carried[0].Type.Layout
+				loop := onlyTile(t, l, ir.OpFor)
+				_, carried := loop.ForVars()
+				want := l.layout[carried[0]]
 				if want == nil {
 					t.Fatal("carried value has no layout")
 				}
-				for what, v := range map[string]*ir.Value{"init": loop.Args[3], "yield": yield.Args[0], "for_result": res} {
-					if !ir.Equivalent(v.Type.Layout, want, v.Type.Shape, l.f.Threads) {
+				for what, v := range map[string]*ir.Value{"init": loop.Args[3], "yield": loop.Yield().Args[0]} {
+					if !ir.Equivalent(l.layout[v], want, v.Type.Shape, 128) {
 						t.Errorf("%s %s: layout differs from the loop variable's %v", what, v.LongString(), want)
 					}
 				}
 				c := count(l.f)
-				if c["convert"]+c["lds_store"] != 0 {
+				if c["convert"]+c["lds_load"] != 0 {
 					t.Errorf("ops %v: a loop-carried tile needs no convert here", c)
 				}
-				if ld := only(t, l.f, ir.OpLoad); ld.Vec != 4 || ld.Block != loop.Body {
+				lanesLoop := only(t, l.f, ir.OpFor)
+				if ld := only(t, l.f, ir.OpLoad); ld.Mem().Vec != 4 || ld.Block != lanesLoop.Body {
 					t.Errorf("load %s: want vec=4 inside the loop", ld.LongString())
+				}
+				_, lc := lanesLoop.ForVars()
+				if lc[0].Type.Regs != 4 {
+					t.Errorf("carried %v: want 4 registers (256 floats, 4 a lane, half the lanes replicas)", lc[0].Type)
 				}
 			},
 		},
@@ -382,7 +409,7 @@ func TestLowerPasses(t *testing.T) {
 			if diff := cmp.Diff(lower.PassNames(), l.order); diff != "" {
 				t.Errorf("After saw passes (-want +got):\n%s", diff)
 			}
-			if err := ir.Verify(l.f, ir.PhaseThreads); err != nil {
+			if err := ir.Verify(l.f, ir.PhaseLanes); err != nil {
 				t.Fatal(err)
 			}
 			if c := count(l.f); c["reduce"]+c["convert"] != 0 {
@@ -487,6 +514,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{3, "3 waves per block: want a power of two"},
 		{0, "0 waves per block"},
 		{64, "2048 threads per block > 1024 on sm_90"},
+		{1 << 62, "4611686018427387904 waves per block"},
 	} {
 		b := ir.NewBuilder("k", sm90(t))
 		scale2x(b)
@@ -511,52 +539,14 @@ func TestPassNames(t *testing.T) {
 		seen[n] = true
 	}
 	// The order the passes rely on.
-	want := []string{"dce", "layout", "regmaps", "reduce", "convert", "vectorize", "lds"}
+	want := []string{"dce", "layout", "vectorize", "expand", "simplify"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("passes %v; want %v", names, want)
 	}
 }
 
-// amaxTile is the whole of a one-tile amax: |x| of 256 floats, reduced, and
-// an atomic max.
-func amaxTile(b *ir.Builder) {
-	x := b.Param("x", ir.F32)
-	a := b.Param("amax", ir.F32)
-	v := b.Load(b.PtrAdd(x, b.Arange(256)), nil, nil)
-	b.AtomicMax(a, b.Reduce(b.Abs(v), 0, ir.RMax), nil, ir.Relaxed, ir.ScopeAgent)
-}
-
 // TestPassGolden compares the IR before and after one pass.
 func TestPassGolden(t *testing.T) {
-	// [256] f32 on 4 waves of 32: 4 floats (16 bytes) a lane.
-	const lay = "#blocked{spt=[4] tpw=[32] wpb=[4] order=[0]}"
-	head := func(lds int) string {
-		return fmt.Sprintf("func k(x v1 <ptr<f32>>, amax v2 <ptr<f32>>) target=sm_90 threads=128 lds=%d {\n", lds)
-	}
-	prefix := func(vec string) string {
-		return strings.ReplaceAll(`  v3 = arange [256] <tile<256xi32, L>>
-  v4 = splat <tile<256xptr<f32>, L>> v1
-  v5 = ptr_add <tile<256xptr<f32>, L>> v4 v3
-  v6 = const [0] <f32>
-  v7 = splat <tile<256xf32, L>> v6
-  v8 = const [1] <i1>
-  v9 = splat <tile<256xi1, L>> v8
-  v10 = load`+vec+` <tile<256xf32, L>> v5 v9 v7
-  v11 = abs <tile<256xf32, L>> v10
-`, "L", lay)
-	}
-	reduce := `  v12 = reduce [axis=0 max] <f32> v11
-  v13 = const [1] <i1>
-  atomic_max [relaxed agent] v2 v12 v13
-}
-`
-	steps := `  v15 = reduce_lanes [axis=0 max] <f32> v11
-  v16 = reduce_wave [axis=0 max] <f32> v15
-  v17 = reduce_waves [axis=0 max] <f32> v16
-  v13 = const [1] <i1>
-  atomic_max [relaxed agent] v2 v17 v13
-}
-`
 	tests := []struct {
 		name          string
 		setup         func(b *ir.Builder)
@@ -564,25 +554,25 @@ func TestPassGolden(t *testing.T) {
 		before, after string
 	}{
 		{
-			name:   "reduce expands into lanes, wave, waves",
-			setup:  amaxTile,
-			pass:   "reduce",
-			before: head(0) + prefix("") + reduce,
-			after:  head(0) + prefix("") + steps,
-		},
-		{
 			name:   "vectorize loads 16 bytes a lane",
 			setup:  amaxTile,
 			pass:   "vectorize",
-			before: head(0) + prefix("") + steps,
-			after:  head(0) + prefix(" [vec=4 uniform]") + steps,
+			before: amaxLayout(""),
+			after:  amaxLayout(" [vec=4 uniform]"),
 		},
 		{
-			name:   "lds sizes the wave exchange",
+			name:   "expand writes the layout out: coordinates, the fold, the butterfly and the wave exchange",
 			setup:  amaxTile,
-			pass:   "lds",
-			before: head(0) + prefix(" [vec=4 uniform]") + steps,
-			after:  head(16) + prefix(" [vec=4 uniform]") + steps,
+			pass:   "expand",
+			before: amaxLayout(" [vec=4 uniform]"),
+			after:  amaxExpanded,
+		},
+		{
+			name:   "simplify folds what the block's bounds decide",
+			setup:  amaxTile,
+			pass:   "simplify",
+			before: amaxExpanded,
+			after:  amaxSimplified,
 		},
 	}
 	for _, tt := range tests {
@@ -606,3 +596,114 @@ func TestPassGolden(t *testing.T) {
 		})
 	}
 }
+
+// amaxTile is the whole of a one-tile amax: |x| of 256 floats, reduced, and
+// an atomic max.
+func amaxTile(b *ir.Builder) {
+	x := b.Param("x", ir.F32)
+	a := b.Param("amax", ir.F32)
+	v := b.Load(b.PtrAdd(x, b.Arange(256)), nil, nil)
+	b.AtomicMax(a, b.Reduce(b.Abs(v), 0, ir.RMax), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
+// amaxLayout is amaxTile in the layout phase: [256] f32 on 4 waves of 32,
+// 4 floats (16 bytes) a lane.
+func amaxLayout(vec string) string {
+	return strings.ReplaceAll(`func k(x v1 <ptr<f32>>, amax v2 <ptr<f32>>) target=sm_90 threads=128 lds=0 {
+  v3 = arange [256] <tile<256xi32, L>>
+  v4 = splat <tile<256xptr<f32>, L>> v1
+  v5 = ptr_add <tile<256xptr<f32>, L>> v4 v3
+  v6 = const [0] <f32>
+  v7 = splat <tile<256xf32, L>> v6
+  v8 = const [1] <i1>
+  v9 = splat <tile<256xi1, L>> v8
+  v10 = load`+vec+` <tile<256xf32, L>> v5 v9 v7
+  v11 = abs <tile<256xf32, L>> v10
+  v12 = reduce [axis=0 max] <f32> v11
+  v13 = const [1] <i1>
+  v14 = atomic [max relaxed agent] <f32> v2 v12 v13
+}
+`, "L", "#blocked{spt=[4] tpw=[32] wpb=[4] order=[0]}")
+}
+
+// amaxExpanded: the thread coordinate of each lane from tid (lane and
+// wave), its four elements' offsets (wrapped: lanes 64… hold replicas),
+// the fold of four registers, the butterfly over 32 lanes, one partial per
+// wave through LDS, and the atomic by lane 0.
+const amaxExpanded = `func k(x v1 <ptr<f32>>, amax v2 <ptr<f32>>) target=sm_90 threads=128 lds=16 {
+  v15 = regconst [[0 1 2 3]] <regs<4xi32>>
+  v16 = tid <regs<1xi32>> # tid
+  v17 = const [32] <i32>
+  v18 = rem <regs<1xi32>> v16 v17
+  v19 = const [1] <i32>
+  v20 = div <regs<1xi32>> v18 v19
+  v21 = rem <regs<1xi32>> v20 v17
+  v22 = div <regs<1xi32>> v16 v17
+  v23 = div <regs<1xi32>> v22 v19
+  v24 = const [4] <i32>
+  v25 = rem <regs<1xi32>> v23 v24
+  v26 = mul <regs<1xi32>> v25 v17
+  v27 = add <regs<1xi32>> v26 v21 # tc0
+  v28 = mul <regs<1xi32>> v27 v24
+  v29 = add <regs<4xi32>> v15 v28
+  v30 = const [255] <i32>
+  v31 = and <regs<4xi32>> v29 v30
+  v40 = const [0] <i32>
+  v41 = eq <regs<1xi1>> v21 v40
+  v42 = mul <regs<1xi32>> v25 v19
+  v43 = add <regs<1xi32>> v42 v40
+  v44 = mul <regs<1xi32>> v43 v24
+  v47 = mul <i32> v40 v24
+  v50 = eq <regs<1xi1>> v16 v40
+  v32 = splat <regs<4xptr<f32>>> v1
+  v33 = ptr_add <regs<4xptr<f32>>> v32 v31
+  v6 = const [0] <f32>
+  v34 = splat <regs<4xf32>> v6
+  v8 = const [1] <i1>
+  v35 = splat <regs<4xi1>> v8
+  v36 = load [vec=4 uniform] <regs<4xf32>> v33 v35 v34
+  v37 = abs <regs<4xf32>> v36
+  v38 = reduce_regs [max n=4 stride=1] <regs<1xf32>> v37
+  v39 = butterfly [max lanes^1..16] <regs<1xf32>> v38
+  lds_store v44 v39 v41
+  barrier
+  v48 = lds_reduce [max count=4 stride=4] <regs<1xf32>> v47
+  barrier
+  v13 = const [1] <i1>
+  v51 = and <regs<1xi1>> v13 v50
+  v52 = atomic [max relaxed agent] <regs<1xf32>> v2 v48 v51
+}
+`
+
+// amaxSimplified: the block's bounds settle x/1, x%1 and (x/32)·32 + x%32,
+// the splats are read as their scalars, and what is left unused goes.
+const amaxSimplified = `func k(x v1 <ptr<f32>>, amax v2 <ptr<f32>>) target=sm_90 threads=128 lds=16 {
+  v15 = regconst [[0 1 2 3]] <regs<4xi32>>
+  v16 = tid <regs<1xi32>> # tid
+  v17 = const [32] <i32>
+  v18 = rem <regs<1xi32>> v16 v17
+  v22 = div <regs<1xi32>> v16 v17
+  v24 = const [4] <i32>
+  v28 = mul <regs<1xi32>> v16 v24
+  v29 = add <regs<4xi32>> v15 v28
+  v30 = const [255] <i32>
+  v31 = and <regs<4xi32>> v29 v30
+  v40 = const [0] <i32>
+  v41 = eq <regs<1xi1>> v18 v40
+  v44 = mul <regs<1xi32>> v22 v24
+  v53 = const [0] <i32>
+  v50 = eq <regs<1xi1>> v16 v40
+  v33 = ptr_add <regs<4xptr<f32>>> v1 v31
+  v6 = const [0] <f32>
+  v8 = const [1] <i1>
+  v36 = load [vec=4 uniform] <regs<4xf32>> v33 v8 v6
+  v37 = abs <regs<4xf32>> v36
+  v38 = reduce_regs [max n=4 stride=1] <regs<1xf32>> v37
+  v39 = butterfly [max lanes^1..16] <regs<1xf32>> v38
+  lds_store v44 v39 v41
+  barrier
+  v48 = lds_reduce [max count=4 stride=4] <regs<1xf32>> v53
+  barrier
+  v52 = atomic [max relaxed agent] <regs<1xf32>> v2 v48 v50
+}
+`

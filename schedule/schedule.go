@@ -89,19 +89,21 @@ func Measure(f *ir.Func) Resources {
 
 const regOverhead = 16
 
-// regs is what a value costs in registers. Pointer tiles cost nothing of
-// their own (the compiler keeps a base and the i32 offsets, counted apart),
-// nor do masks (predicates); sub-word elements pack into words.
+// regs is what a lanes value costs in registers. Uniform values live in
+// scalar registers (AMD) or the constant bank (NVIDIA); pointer arrays cost
+// nothing of their own (the compiler keeps a base and the offsets, counted
+// apart), nor do masks (predicates) or per-register constants (immediates);
+// sub-word elements pack into words.
 func regs(v *ir.Value) int {
-	n := 1
-	if v.Type.Rank() > 0 {
-		n = v.Type.Layout.Regs(v.Type.Shape)
+	n := v.Type.Regs
+	if n == 0 || v.Op == ir.OpRegConst {
+		return 0
 	}
 	switch v.Type.DType.K {
 	case ir.KInvalid, ir.KBool:
 		return 0
 	case ir.KPtr:
-		if v.Type.Rank() > 0 {
+		if n > 1 {
 			return 0
 		}
 	case ir.KBF16:
@@ -139,7 +141,7 @@ func regPressure(f *ir.Func) int {
 		for _, a := range v.Args {
 			use := pos[v]
 			for p := v.Block.Parent; p != nil; p = p.Block.Parent {
-				if !inside(a, p) {
+				if !a.Inside(p) {
 					use = max(use, end[p])
 				}
 			}
@@ -155,9 +157,6 @@ func regPressure(f *ir.Func) int {
 	remat := rematerializable(f)
 	live := make([]int, n+1)
 	for v, p := range pos {
-		if v.Op == ir.OpParam || v.Op == ir.OpSize || v.Op == ir.OpConst {
-			continue // uniform: scalar registers on AMD, constant bank on NVIDIA
-		}
 		if remat[v] {
 			continue // index arithmetic: the compiler folds it into addresses or recomputes it
 		}
@@ -197,36 +196,23 @@ type Candidate struct {
 	Reject    error // nil if feasible
 }
 
-// inside reports whether v is defined in loop's body or deeper.
-func inside(v, loop *ir.Value) bool {
-	for b := v.Block; b != nil; {
-		if b.Parent == loop {
-			return true
-		}
-		if b.Parent == nil {
-			return false
-		}
-		b = b.Parent.Block
-	}
-	return false
-}
-
 // rematerializable marks integer and bool tiles computed only from indices
-// (arange, program ids, sizes, constants) by cheap arithmetic: compilers
+// (tid, per-register constants, program ids, sizes, constants) by cheap
+// arithmetic: compilers
 // fold them into address offsets or recompute them rather than keep them.
 func rematerializable(f *ir.Func) map[*ir.Value]bool {
 	m := map[*ir.Value]bool{}
 	f.Walk(func(v *ir.Value) {
 		switch v.Op {
-		case ir.OpArange, ir.OpConst, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms:
+		case ir.OpTid, ir.OpRegConst, ir.OpConst, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms:
 			m[v] = true
 			return
-		case ir.OpSplat, ir.OpExpandDims, ir.OpBroadcast, ir.OpAdd, ir.OpSub, ir.OpMul,
-			ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe, ir.OpAnd, ir.OpOr:
+		case ir.OpSplat, ir.OpGatherRegs, ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpRem,
+			ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe, ir.OpAnd, ir.OpOr, ir.OpCast:
 		default:
 			return
 		}
-		if k := v.Type.DType.K; k != ir.KI32 && k != ir.KBool {
+		if k := v.Type.DType.K; k != ir.KI32 && k != ir.KI64 && k != ir.KBool {
 			return
 		}
 		for _, a := range v.Args {

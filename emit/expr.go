@@ -1,0 +1,395 @@
+package emit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+func f32bits(x float32) uint32 { return math.Float32bits(x) }
+
+// Precedences of C expressions, for parentheses only where needed.
+const (
+	precCond   = 1 // ?:
+	precOrOr   = 2
+	precAndAnd = 3
+	precOr     = 4
+	precXor    = 5
+	precAnd    = 6
+	precEq     = 7
+	precRel    = 8
+	precShift  = 9
+	precAdd    = 10
+	precMul    = 11
+	precUnary  = 12 // casts, unary minus, *p
+	precAtom   = 13 // names, calls, subscripts
+)
+
+var binPrec = map[ir.Op]int{
+	ir.OpAdd: precAdd, ir.OpSub: precAdd, ir.OpMul: precMul, ir.OpDiv: precMul, ir.OpRem: precMul,
+	ir.OpLt: precRel, ir.OpLe: precRel, ir.OpGt: precRel, ir.OpGe: precRel, ir.OpEq: precEq, ir.OpNe: precEq,
+}
+
+// val is operand a at register r, parenthesized if its precedence is below need.
+func (e *emitter) val(a *ir.Value, r string, need int) string {
+	if !e.inline[a] {
+		if a.Type.Regs > 1 {
+			return e.name(a) + "[" + r + "]"
+		}
+		return e.name(a)
+	}
+	s, p := e.exprP(a, r)
+	if p < need {
+		return "(" + s + ")"
+	}
+	return s
+}
+
+// expr is the C expression of v at register r.
+func (e *emitter) expr(v *ir.Value, r string) string {
+	s, _ := e.exprP(v, r)
+	return s
+}
+
+// exprP is the C expression of v at register r, with its precedence.
+func (e *emitter) exprP(v *ir.Value, r string) (string, int) {
+	a := func(i, need int) string { return e.val(v.Args[i], r, need) }
+	bin := func(op string, p int) (string, int) {
+		x, y := a(0, p), a(1, p+1)
+		if op == "+" && x == "0" {
+			return e.exprOf(v.Args[1], r)
+		}
+		if (op == "+" || op == "-") && y == "0" {
+			return e.exprOf(v.Args[0], r)
+		}
+		return x + " " + op + " " + y, p
+	}
+	call := func(fn string, args ...string) (string, int) {
+		return fn + "(" + strings.Join(args, ", ") + ")", precAtom
+	}
+	switch v.Op {
+	case ir.OpConst:
+		l := literal(v)
+		if strings.HasPrefix(l, "-") || strings.HasPrefix(l, "(") {
+			return l, precUnary
+		}
+		return l, precAtom
+	case ir.OpRegConst:
+		return e.regExpr(v.Type.DType, v.Consts(), r)
+	case ir.OpTid:
+		return "tid", precAtom
+	case ir.OpParam, ir.OpSize:
+		return e.name(v), precAtom
+	case ir.OpProgramID, ir.OpNumPrograms:
+		s := map[ir.Op]string{ir.OpProgramID: "blockIdx", ir.OpNumPrograms: "gridDim"}[v.Op] + "." + string("xyz"[v.Axis()])
+		if v.Type.DType == ir.I64 {
+			return "(long long)" + s, precUnary
+		}
+		return "(int)" + s, precUnary
+	case ir.OpForResult:
+		_, carried := v.Args[0].ForVars()
+		return e.val(carried[v.Index()], r, precAtom), precAtom
+	case ir.OpSplat, ir.OpAssume:
+		return e.exprOf(v.Args[0], r)
+	case ir.OpGatherRegs:
+		m := make([]int64, len(v.RegMap()))
+		for i, s := range v.RegMap() {
+			m[i] = int64(s)
+		}
+		idx, _ := e.regExpr(ir.I32, m, r)
+		return e.exprOf(v.Args[0], idx)
+	}
+	d := v.Args[0].Type.DType
+	switch v.Op {
+	case ir.OpAnd:
+		if d.K == ir.KBool {
+			return bin("&&", precAndAnd)
+		}
+		return bin("&", precAnd)
+	case ir.OpOr:
+		if d.K == ir.KBool {
+			return bin("||", precOrOr)
+		}
+		return bin("|", precOr)
+	case ir.OpXor:
+		if d.K == ir.KBool {
+			return bin("!=", precEq)
+		}
+		return bin("^", precXor)
+	case ir.OpShl, ir.OpShr, ir.OpShrU:
+		return shift(v.Op, d, a(0, precShift), v.Args[1], a(1, precShift+1))
+	case ir.OpMax, ir.OpMin:
+		if d.K == ir.KF32 {
+			return call(map[ir.Op]string{ir.OpMax: "fp8g_maxf", ir.OpMin: "fp8g_minf"}[v.Op], a(0, 0), a(1, 0))
+		}
+		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[v.Op], a(0, 0), a(1, 0))
+	case ir.OpAbs:
+		if d.K == ir.KF32 {
+			return call("fp8g_absf", a(0, 0))
+		}
+		return call("abs", a(0, 0))
+	case ir.OpNeg:
+		if d.K == ir.KF32 {
+			return call("fp8g_negf", a(0, 0))
+		}
+		return "-" + a(0, precUnary), precUnary
+	case ir.OpRsqrt:
+		return "1.0f / sqrtf(" + a(0, 0) + ")", precMul
+	case ir.OpPow2Floor:
+		return call("fp8g_pow2_floor", a(0, 0))
+	case ir.OpCast:
+		return cast(d, v.Type.DType, func(need int) string { return a(0, need) })
+	case ir.OpBitcast:
+		if d.K == ir.KF32 {
+			return call("__float_as_int", a(0, 0))
+		}
+		return call("__int_as_float", a(0, 0))
+	case ir.OpWhere:
+		return a(0, precCond+1) + " ? " + a(1, precCond+1) + " : " + a(2, precCond), precCond
+	case ir.OpPtrAdd:
+		return bin("+", precAdd)
+	}
+	if op, ok := cOp[v.Op]; ok {
+		return bin(op, binPrec[v.Op])
+	}
+	panic("BUG: no C expression for " + v.Op.Name())
+}
+
+// exprOf is operand x at register r with its precedence.
+func (e *emitter) exprOf(x *ir.Value, r string) (string, int) {
+	if e.inline[x] {
+		return e.exprP(x, r)
+	}
+	return e.val(x, r, 0), precAtom
+}
+
+var cOp = map[ir.Op]string{
+	ir.OpAdd: "+", ir.OpSub: "-", ir.OpMul: "*", ir.OpDiv: "/", ir.OpRem: "%",
+	ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpEq: "==", ir.OpNe: "!=",
+}
+
+// shift takes the amount modulo the width, as the IR defines it (C leaves
+// larger amounts undefined); a constant amount is reduced here.
+func shift(op ir.Op, d ir.DType, x string, amount *ir.Value, y string) (string, int) {
+	bits := d.Bits()
+	if amount.Op == ir.OpConst {
+		y = strconv.FormatInt(amount.Const().Int&int64(bits-1), 10)
+	} else {
+		y = fmt.Sprintf("(%s & %d)", y, bits-1)
+	}
+	switch op {
+	case ir.OpShl:
+		return x + " << " + y, precShift
+	case ir.OpShr:
+		return x + " >> " + y, precShift
+	}
+	u := "unsigned"
+	if d.K == ir.KI64 {
+		u = "unsigned long long"
+	}
+	return fmt.Sprintf("(%s)((%s)%s >> %s)", ctype(d), u, x, y), precUnary
+}
+
+func literal(v *ir.Value) string {
+	d := v.Type.DType
+	c := v.Const()
+	switch d.K {
+	case ir.KF32:
+		return floatLit(float32(c.Float))
+	case ir.KBool:
+		if c.Int != 0 {
+			return "true"
+		}
+		return "false"
+	case ir.KI64:
+		return fmt.Sprintf("%dLL", c.Int)
+	case ir.KBF16:
+		return fmt.Sprintf("(uint16_t)0x%04x", ir.F32ToBF16(float32(c.Float)))
+	case ir.KFP8:
+		return fmt.Sprintf("(uint8_t)0x%02x", d.Fmt.EncodeSat(float32(c.Float)))
+	case ir.KI32:
+		if c.Int == math.MinInt32 {
+			return "(int)0x80000000"
+		}
+	}
+	return fmt.Sprint(c.Int)
+}
+
+// floatLit prints an f32 exactly (hex float), readably where it can.
+func floatLit(x float32) string {
+	s := fmt.Sprintf("%g", x)
+	var back float32
+	if _, err := fmt.Sscan(s, &back); err == nil && back == x && !strings.ContainsAny(s, "IN") {
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		return s + "f"
+	}
+	return fmt.Sprintf("__uint_as_float(0x%08xu)", f32bits(x))
+}
+
+// regExpr is the per-register constant c at register r: a literal where r
+// is a number, else a sum of digits of r (c[r] = c0 + Σ ((r / 2^b) % 2^n)·w,
+// the form every layout's coordinates take), else a lookup in a table.
+func (e *emitter) regExpr(d ir.DType, c []int64, r string) (string, int) {
+	lit := func(x int64) string {
+		if d == ir.Bool {
+			return map[bool]string{true: "true", false: "false"}[x != 0]
+		}
+		if d == ir.I64 {
+			return fmt.Sprintf("%dLL", x)
+		}
+		return strconv.FormatInt(x, 10)
+	}
+	if n, err := strconv.Atoi(r); err == nil {
+		if c[n] < 0 {
+			return lit(c[n]), precUnary
+		}
+		return lit(c[n]), precAtom
+	}
+	if terms, ok := digits(c); ok && d != ir.Bool {
+		rr := wrap(r)
+		var parts []string
+		for _, t := range terms {
+			x := rr
+			if t.shift > 0 {
+				x = fmt.Sprintf("%s / %d", x, 1<<t.shift)
+			}
+			if t.shift+t.bits < log2(len(c)) {
+				x = fmt.Sprintf("%s %% %d", x, 1<<t.bits) // / and % associate left to right
+			}
+			if t.w != 1 {
+				x = fmt.Sprintf("%s * %d", x, t.w)
+			}
+			parts = append(parts, x)
+		}
+		if c[0] != 0 || len(parts) == 0 {
+			parts = append(parts, lit(c[0]))
+		}
+		p := precAtom
+		switch {
+		case len(parts) > 1:
+			p = precAdd
+		case strings.Contains(parts[0], " "):
+			p = precMul
+		}
+		return strings.Join(parts, " + "), p
+	}
+	var xs []string
+	for _, x := range c {
+		xs = append(xs, lit(x))
+	}
+	init := strings.Join(xs, ", ")
+	name, ok := e.tables[init]
+	if !ok {
+		name = fmt.Sprintf("regs%d", len(e.tables))
+		e.tables[init] = name
+		e.tableDecls = append(e.tableDecls, fmt.Sprintf("const %s %s[%d] = {%s};", ctype(d), name, len(c), init))
+	}
+	return name + "[" + r + "]", precAtom
+}
+
+func log2(n int) int {
+	b := 0
+	for 1<<b < n {
+		b++
+	}
+	return b
+}
+
+type digit struct {
+	shift, bits int
+	w           int64
+}
+
+// digits writes c as c[0] plus runs of bits of r with weights doubling
+// along each run, if it has that form (and a power-of-two length).
+func digits(c []int64) ([]digit, bool) {
+	n := len(c)
+	if n&(n-1) != 0 {
+		return nil, false
+	}
+	nb := log2(n)
+	w := make([]int64, nb)
+	for b := range w {
+		w[b] = c[1<<b] - c[0]
+	}
+	for r := range c {
+		x := c[0]
+		for b := range w {
+			if r>>b&1 != 0 {
+				x += w[b]
+			}
+		}
+		if x != c[r] {
+			return nil, false
+		}
+	}
+	var out []digit
+	for b := 0; b < nb; {
+		if w[b] == 0 {
+			b++
+			continue
+		}
+		dg := digit{shift: b, bits: 1, w: w[b]}
+		for b+dg.bits < nb && w[b+dg.bits] == w[b]<<dg.bits {
+			dg.bits++
+		}
+		out = append(out, dg)
+		b += dg.bits
+	}
+	return out, true
+}
+
+// cast is the conversion of x (printed for a context of precedence need).
+func cast(from, to ir.DType, x func(need int) string) (string, int) {
+	fn := func(name string) (string, int) { return name + "(" + x(0) + ")", precAtom }
+	c := func(t string) (string, int) { return "(" + t + ")" + x(precUnary), precUnary }
+	switch {
+	case from == to:
+		return x(precAtom), precAtom
+	case from.K == ir.KF32 && to.K == ir.KBF16:
+		return fn("fp8g_f32_to_bf16")
+	case from.K == ir.KF32 && to.K == ir.KFP8:
+		return fn("fp8g_to_" + to.Fmt.Name)
+	case from.K == ir.KF32 && to.K == ir.KI32:
+		return fn("fp8g_f32_to_i32")
+	case from.K == ir.KBF16 && to.K == ir.KF32:
+		return fn("fp8g_bf16_to_f32")
+	case from.K == ir.KFP8 && to.K == ir.KF32:
+		return fn("fp8g_from_" + from.Fmt.Name)
+	case from.K == ir.KI32 && to.K == ir.KF32:
+		return c("float")
+	case from.K == ir.KI32 && to.K == ir.KI64:
+		return c("long long")
+	case from.K == ir.KI64 && to.K == ir.KI32, from.K == ir.KBool && to.K == ir.KI32:
+		return c("int")
+	}
+	panic(fmt.Sprintf("BUG: no C cast from %v to %v", from, to))
+}
+
+func (e *emitter) shfl(x, mask string) string {
+	if e.t.Vendor == target.NVIDIA {
+		return "__shfl_xor_sync(0xffffffffu, " + x + ", " + mask + ")"
+	}
+	return "__shfl_xor(" + x + ", " + mask + ")"
+}
+
+// fold is the C combining expression of a reduction.
+func fold(k ir.ReduceKind, d ir.DType, a, b string) string {
+	switch {
+	case k == ir.RSum:
+		return a + " + " + b
+	case d.K == ir.KF32 && k == ir.RMax:
+		return "fp8g_maxf(" + a + ", " + b + ")"
+	case d.K == ir.KF32:
+		return "fp8g_minf(" + a + ", " + b + ")"
+	case k == ir.RMax:
+		return "max(" + a + ", " + b + ")"
+	}
+	return "min(" + a + ", " + b + ")"
+}

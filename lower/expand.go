@@ -1,0 +1,689 @@
+package lower
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fp8gen/fp8gen/ir"
+)
+
+// expand rewrites the layout phase into the lanes phase: each tile becomes
+// the registers its layout gives every lane, and everything the layout
+// implies is written out as lanes ops, so that the interpreter and the
+// emitter share one program and neither knows a layout rule:
+//
+//   - thread coordinates: index arithmetic on tid, once, at the top;
+//   - an element's coordinate: a per-register constant (regconst) plus the
+//     lane's thread coordinate times the elements a lane holds;
+//   - replicas: an owner predicate (coordinate < extent) in every store's
+//     mask and every sum's fold, so that each element counts once;
+//   - broadcast, expand_dims, trans: gather_regs with the register map;
+//   - reduce: reduce_regs within a lane, a butterfly across the wave's
+//     lanes, and partials of each wave through LDS (lds_store by one lane a
+//     wave, barrier, lds_reduce over the waves in order, barrier);
+//   - convert, rotate: a round trip through LDS at explicit byte addresses,
+//     fenced by barriers, or a register map and a shuffle where the data
+//     is already in the lane or the wave.
+func expand(f *ir.Func, _ *Config) error {
+	e := &expander{
+		f: f, wave: f.Target.WaveSize, threads: f.Threads,
+		m: map[*ir.Value]*ir.Value{}, uses: f.Uses(), tcs: map[string]*ir.Value{}, consts: map[string]*ir.Value{},
+		pro: &ir.Block{},
+	}
+	body := &ir.Block{}
+	if err := e.block(f.Entry, body); err != nil {
+		return err
+	}
+	// The prologue (tid, thread coordinates, constants) goes first, after
+	// the arguments.
+	entry := &ir.Block{}
+	var rest []*ir.Value
+	for _, v := range body.Values {
+		if v.Op == ir.OpParam || v.Op == ir.OpSize {
+			entry.Append(v)
+		} else {
+			rest = append(rest, v)
+		}
+	}
+	for _, v := range e.pro.Values {
+		entry.Append(v)
+	}
+	for _, v := range rest {
+		entry.Append(v)
+	}
+	f.Entry = entry
+	f.LDSBytes = e.lds
+	return nil
+}
+
+type expander struct {
+	f             *ir.Func
+	wave, threads int
+	m             map[*ir.Value]*ir.Value // tile value → its lanes value
+	uses          map[*ir.Value]int
+	cur           *ir.Block
+	pro           *ir.Block // hoisted to the top of the kernel
+	pos           ir.Pos
+	tid           *ir.Value
+	tcs           map[string]*ir.Value
+	consts        map[string]*ir.Value
+	lds           int // LDS bytes: every round trip starts at 0, fenced by barriers
+}
+
+func (e *expander) block(src, dst *ir.Block) error {
+	saved := e.cur
+	e.cur = dst
+	defer func() { e.cur = saved }()
+	for _, v := range src.Values {
+		e.pos = v.Pos
+		if err := e.value(v); err != nil {
+			return err
+		}
+		if nv := e.m[v]; nv != nil && nv.Name == "" {
+			nv.Name = v.Name
+		}
+	}
+	return nil
+}
+
+// emit makes a lanes value at the current point.
+func (e *expander) emit(op ir.Op, t ir.Type, attr ir.Attr, args ...*ir.Value) *ir.Value {
+	v := e.f.NewValue(op, t, attr, args...)
+	v.Pos = e.pos
+	e.cur.Append(v)
+	return v
+}
+
+// hoisted runs fn with values made in the prologue, which belongs to no
+// source line.
+func (e *expander) hoisted(fn func() *ir.Value) *ir.Value {
+	saved, pos := e.cur, e.pos
+	e.cur, e.pos = e.pro, ir.Pos{}
+	defer func() { e.cur, e.pos = saved, pos }()
+	return fn()
+}
+
+// c is a uniform constant, made once.
+func (e *expander) c(d ir.DType, x int64) *ir.Value {
+	key := fmt.Sprint(d, x)
+	if v, ok := e.consts[key]; ok {
+		return v
+	}
+	v := e.hoisted(func() *ir.Value { return e.emit(ir.OpConst, ir.Lanes(d, 0), ir.ConstAttr{Int: x}) })
+	e.consts[key] = v
+	return v
+}
+
+func (e *expander) i32(x int) *ir.Value { return e.c(ir.I32, int64(x)) }
+
+// bin is a two-operand elementwise op with the broadcast of the lanes phase.
+func (e *expander) bin(op ir.Op, x, y *ir.Value) *ir.Value {
+	d := x.Type.DType
+	if op.IsCompare() {
+		d = ir.Bool
+	}
+	return e.emit(op, ir.Lanes(d, max(x.Type.Regs, y.Type.Regs)), nil, x, y)
+}
+
+// and is x && y, where nil stands for true.
+func (e *expander) and(x, y *ir.Value) *ir.Value {
+	switch {
+	case x == nil:
+		return y
+	case y == nil:
+		return x
+	}
+	return e.bin(ir.OpAnd, x, y)
+}
+
+// regs is a per-register constant, or a uniform one where all agree.
+func (e *expander) regs(d ir.DType, c []int64) *ir.Value {
+	same := true
+	for _, x := range c {
+		same = same && x == c[0]
+	}
+	if same {
+		return e.c(d, c[0])
+	}
+	return e.emit(ir.OpRegConst, ir.Lanes(d, len(c)), ir.ConstsAttr{C: c})
+}
+
+func (e *expander) tidValue() *ir.Value {
+	if e.tid == nil {
+		e.tid = e.hoisted(func() *ir.Value { return e.emit(ir.OpTid, ir.Lanes(ir.I32, 1), nil) })
+		e.tid.Name = "tid"
+	}
+	return e.tid
+}
+
+// laneWave is the lane's coordinate along base dim d within its wave and
+// its wave's coordinate along d, for layout l.
+func (e *expander) laneWave(l *ir.Layout, d int) (lane, wave *ir.Value) {
+	key := fmt.Sprint(l.TPW, l.WPB, l.Order, d)
+	if v, ok := e.tcs["l"+key]; ok {
+		return v, e.tcs["w"+key]
+	}
+	ls, ws := 1, 1
+	for _, o := range l.Order {
+		if o == d {
+			break
+		}
+		ls *= l.TPW[o]
+		ws *= l.WPB[o]
+	}
+	tid := e.tidValue()
+	lane = e.hoisted(func() *ir.Value {
+		x := e.bin(ir.OpRem, tid, e.i32(e.wave))
+		return e.bin(ir.OpRem, e.bin(ir.OpDiv, x, e.i32(ls)), e.i32(l.TPW[d]))
+	})
+	wave = e.hoisted(func() *ir.Value {
+		x := e.bin(ir.OpDiv, tid, e.i32(e.wave))
+		return e.bin(ir.OpRem, e.bin(ir.OpDiv, x, e.i32(ws)), e.i32(l.WPB[d]))
+	})
+	e.tcs["l"+key], e.tcs["w"+key] = lane, wave
+	return lane, wave
+}
+
+// threadCoord is the lane's index along base dim d of layout l: its wave's
+// index along d times the lanes along d, plus its lane's.
+func (e *expander) threadCoord(l *ir.Layout, d int) *ir.Value {
+	key := "t" + fmt.Sprint(l.TPW, l.WPB, l.Order, d)
+	if v, ok := e.tcs[key]; ok {
+		return v
+	}
+	lane, wave := e.laneWave(l, d)
+	v := e.hoisted(func() *ir.Value {
+		return e.bin(ir.OpAdd, e.bin(ir.OpMul, wave, e.i32(l.TPW[d])), lane)
+	})
+	v.Name = fmt.Sprintf("tc%d", d)
+	e.tcs[key] = v
+	return v
+}
+
+// raw is the unwrapped coordinate along base dim d of each register of a
+// tile of type t: register r's constant part plus the thread coordinate
+// times the elements a lane holds along d.
+func (e *expander) raw(t ir.Type, d int) *ir.Value {
+	return e.hoisted(func() *ir.Value { return e.rawHere(t, d) })
+}
+
+func (e *expander) rawHere(t ir.Type, d int) *ir.Value {
+	l := t.Layout
+	_, spt, cover, regs, stride := l.Geometry(t.Shape)
+	n := l.Regs(t.Shape)
+	c := make([]int64, n)
+	for r := range c {
+		rc := (r / stride[d]) % regs[d]
+		c[r] = int64((rc/spt[d])*cover[d] + rc%spt[d])
+	}
+	x := e.regs(ir.I32, c)
+	if l.TPW[d]*l.WPB[d] > 1 {
+		x = e.bin(ir.OpAdd, x, e.bin(ir.OpMul, e.threadCoord(l, d), e.i32(spt[d])))
+	}
+	return x
+}
+
+// coord is the coordinate along tile axis a of each register of t: the raw
+// coordinate, wrapped where the layout covers more than the extent.
+func (e *expander) coord(t ir.Type, a int) *ir.Value {
+	return e.hoisted(func() *ir.Value { return e.coordHere(t, a) })
+}
+
+func (e *expander) coordHere(t ir.Type, a int) *ir.Value {
+	d := t.Layout.BaseDim(a)
+	extent, _, cover, _, _ := t.Layout.Geometry(t.Shape)
+	x := e.raw(t, d)
+	if extent[d] < cover[d] {
+		x = e.bin(ir.OpAnd, x, e.i32(extent[d]-1))
+	}
+	return x
+}
+
+// owner is the predicate that a register holds the first copy of its
+// element along every base dim not in skip; nil where every copy is first.
+func (e *expander) owner(t ir.Type, skip ...int) *ir.Value {
+	return e.hoisted(func() *ir.Value { return e.ownerHere(t, skip...) })
+}
+
+func (e *expander) ownerHere(t ir.Type, skip ...int) *ir.Value {
+	extent, _, cover, _, _ := t.Layout.Geometry(t.Shape)
+	var own *ir.Value
+	for d := range extent {
+		if extent[d] < cover[d] && !slices.Contains(skip, d) {
+			own = e.and(own, e.bin(ir.OpLt, e.raw(t, d), e.i32(extent[d])))
+		}
+	}
+	return own
+}
+
+// linear is the row-major index of each register's element in its tile,
+// with rows pitch elements apart (rank 2).
+func (e *expander) linear(t ir.Type, pitch int) *ir.Value {
+	return e.hoisted(func() *ir.Value { return e.linearHere(t, pitch) })
+}
+
+func (e *expander) linearHere(t ir.Type, pitch int) *ir.Value {
+	switch t.Rank() {
+	case 0:
+		return e.i32(0)
+	case 1:
+		return e.coord(t, 0)
+	}
+	return e.bin(ir.OpAdd, e.bin(ir.OpMul, e.coord(t, 0), e.i32(pitch)), e.coord(t, 1))
+}
+
+// bytes is an LDS byte address: index x times the element size.
+func (e *expander) bytes(x *ir.Value, size int) *ir.Value {
+	return e.bin(ir.OpMul, x, e.i32(size))
+}
+
+// thread is an address or predicate made of thread arithmetic alone: it
+// goes to the prologue, shared by every use.
+func (e *expander) thread(fn func() *ir.Value) *ir.Value { return e.hoisted(fn) }
+
+// nregs is the register count of a tile value's lanes form.
+func nregs(t ir.Type) int { return t.Layout.Regs(t.Shape) }
+
+// lanesType is the lanes type of tile value v whose operands are args.
+func lanesType(v *ir.Value, args []*ir.Value) ir.Type {
+	if v.Type.Rank() > 0 {
+		return ir.Lanes(v.Type.DType, nregs(v.Type))
+	}
+	n := 0
+	for _, a := range args {
+		n = max(n, a.Type.Regs)
+	}
+	return ir.Lanes(v.Type.DType, n)
+}
+
+// fit gives x exactly n registers: a uniform or one-register value is splat.
+func (e *expander) fit(x *ir.Value, n int) *ir.Value {
+	if x.Type.Regs == n {
+		return x
+	}
+	if x.Type.Regs > 1 {
+		panic(fmt.Sprintf("BUG: %d registers where %d are wanted: %v", x.Type.Regs, n, x.LongString()))
+	}
+	return e.emit(ir.OpSplat, ir.Lanes(x.Type.DType, n), nil, x)
+}
+
+func (e *expander) args(v *ir.Value) []*ir.Value {
+	out := make([]*ir.Value, len(v.Args))
+	for i, a := range v.Args {
+		m, ok := e.m[a]
+		if !ok {
+			panic("BUG: expand: operand " + a.String() + " of " + v.LongString() + " not expanded")
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func (e *expander) value(v *ir.Value) error {
+	switch v.Op {
+	case ir.OpParam, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms, ir.OpConst:
+		// Uniform scalars are the same in both phases.
+		e.cur.Append(v)
+		e.m[v] = v
+		return nil
+	case ir.OpFor:
+		return e.loop(v)
+	case ir.OpIf:
+		nv := e.emit(ir.OpIf, ir.Type{}, nil, e.args(v)...)
+		nv.Body = &ir.Block{Parent: nv}
+		return e.block(v.Body, nv.Body)
+	case ir.OpYield, ir.OpLoopVar:
+		panic("BUG: expand: " + v.Op.Name() + " outside its loop")
+	}
+	args := e.args(v)
+	var nv *ir.Value
+	switch v.Op {
+	case ir.OpArange:
+		nv = e.coord(v.Type, 0)
+		if v.Type.DType != ir.I32 {
+			nv = e.emit(ir.OpCast, ir.Lanes(v.Type.DType, nv.Type.Regs), nil, nv)
+		}
+	case ir.OpSplat:
+		nv = e.fit(args[0], nregs(v.Type))
+	case ir.OpExpandDims, ir.OpBroadcast, ir.OpTrans:
+		nv = e.remap(v, args[0])
+	case ir.OpRotate:
+		nv = e.rotate(v, args[0])
+	case ir.OpReduce:
+		nv = e.reduce(v, args[0])
+	case ir.OpConvert:
+		nv = e.roundTrip(v.Args[0].Type, v.Type, args[0], func(t ir.Type) *ir.Value { return e.linear(t, pitchOf(t)) }, pitchOf(v.Type))
+	case ir.OpStore:
+		nv = e.store(v, args)
+	case ir.OpAtomic:
+		nv = e.atomic(v, args)
+	case ir.OpForResult:
+		nv = e.emit(ir.OpForResult, e.m[v.Args[0]].Body.Vars[1+v.Index()].Type, v.Attr, args...)
+	default:
+		if !v.Op.IsElementwise() {
+			panic("BUG: expand has no rule for " + v.Op.Name())
+		}
+		attr := v.Attr
+		if m, ok := attr.(*ir.MemAttr); ok {
+			c := *m
+			attr = &c
+		}
+		nv = e.emit(v.Op, lanesType(v, args), attr, args...)
+	}
+	if nv != nil && v.Type.Rank() > 0 && nv.Type.Regs < nregs(v.Type) {
+		nv = e.fit(nv, nregs(v.Type)) // a tile holds all its registers until simplify
+	}
+	e.m[v] = nv
+	return nil
+}
+
+// remap is broadcast, expand_dims or trans: registers relabelled. A layout
+// places coordinate c in the same register of every lane that holds it, so
+// the map is the same in every lane; it goes through tile coordinates
+// because the operand may carry another layout that places elements alike.
+func (e *expander) remap(v, x *ir.Value) *ir.Value {
+	t, s := v.Type, v.Args[0].Type
+	n := nregs(t)
+	m := make([]int, n)
+	for r := range m {
+		c, _ := t.Layout.Elem(t.Shape, 0, r)
+		var src []int
+		switch v.Op {
+		case ir.OpBroadcast:
+			for a, ext := range s.Shape {
+				if ext == 1 {
+					c[a] = 0
+				}
+			}
+			src = c
+		case ir.OpTrans:
+			src = []int{c[1], c[0]}
+		case ir.OpExpandDims:
+			src = append(append([]int(nil), c[:v.Axis()]...), c[v.Axis()+1:]...)
+		}
+		m[r] = s.Layout.RegOf(s.Shape, src)
+	}
+	return e.gather(x, m)
+}
+
+// gather is gather_regs, or x itself for the identity.
+func (e *expander) gather(x *ir.Value, m []int) *ir.Value {
+	ident := len(m) == x.Type.Regs
+	for r, s := range m {
+		ident = ident && r == s
+	}
+	if ident {
+		return x
+	}
+	return e.emit(ir.OpGatherRegs, ir.Lanes(x.Type.DType, len(m)), ir.RegMapAttr{Map: m}, x)
+}
+
+// store adds the owner predicate to the mask, so that a replicated element
+// is written once; a scalar is written by lane 0.
+func (e *expander) store(v *ir.Value, args []*ir.Value) *ir.Value {
+	mi := v.ArgIndex(ir.RoleMask)
+	args[mi] = e.and(args[mi], e.writer(v.Ptr().Type))
+	m := *v.Mem()
+	return e.emit(ir.OpStore, ir.Type{}, &m, args...)
+}
+
+// writer is who writes an element of a tile of type t: its owners, or
+// lane 0 for a scalar.
+func (e *expander) writer(t ir.Type) *ir.Value {
+	if t.Rank() == 0 {
+		return e.thread(func() *ir.Value { return e.bin(ir.OpEq, e.tidValue(), e.i32(0)) })
+	}
+	return e.owner(t)
+}
+
+// atomic is performed by the owners of each element; where its result is
+// used and other lanes hold the element too, the owner's old value goes to
+// them through LDS.
+func (e *expander) atomic(v *ir.Value, args []*ir.Value) *ir.Value {
+	t := v.Ptr().Type
+	w := e.writer(t)
+	mi := v.ArgIndex(ir.RoleMask)
+	args[mi] = e.and(args[mi], w)
+	old := e.emit(ir.OpAtomic, lanesType(v, args), v.Attr, args...)
+	if e.uses[v] == 0 || w == nil {
+		return old
+	}
+	size := t.DType.Elem().Bytes()
+	if t.Rank() == 0 {
+		addr := e.i32(0)
+		e.ldsWrite(addr, old, w, 1)
+		e.lds = max(e.lds, size)
+		ld := e.emit(ir.OpLDSLoad, ir.Lanes(old.Type.DType, old.Type.Regs), &ir.MemAttr{Vec: 1}, addr)
+		e.emit(ir.OpBarrier, ir.Type{}, nil)
+		return ld
+	}
+	return e.roundTrip(v.Type, v.Type, old, func(t ir.Type) *ir.Value { return e.linear(t, pitchOf(t)) }, pitchOf(v.Type))
+}
+
+// pitchOf is the row pitch, in elements, of a tile in an LDS round trip:
+// 2-D rows padded by 4 bytes, so that a row is an odd number of words long
+// and lanes walking down a column (the transposing write) fall in
+// different banks, as do lanes reading words along rows.
+func pitchOf(t ir.Type) int {
+	p := t.Shape[len(t.Shape)-1]
+	if t.Rank() == 2 {
+		p += max(4/t.DType.Bytes(), 1)
+	}
+	return p
+}
+
+// ldsVec is how many consecutive elements a lane can move to or from LDS at
+// once: those it holds along the last axis, which is contiguous in the
+// buffer, up to one word (the row pitch keeps rows word-aligned, not more).
+func ldsVec(t ir.Type) int {
+	l := t.Layout
+	last := t.Rank() - 1
+	if last < 0 || l.Order[0] != l.BaseDim(last) {
+		return 1
+	}
+	_, spt, _, _, _ := l.Geometry(t.Shape)
+	return max(1, min(spt[l.BaseDim(last)], 4/t.DType.Bytes(), t.Shape[last]))
+}
+
+// roundTrip moves x, of tile type from, through LDS into tile type to: the
+// owners write each element at index(from), a barrier, every lane reads at
+// index(to), a barrier so the buffer may be written again.
+func (e *expander) roundTrip(from, to ir.Type, x *ir.Value, index func(ir.Type) *ir.Value, pitch int) *ir.Value {
+	size := from.DType.Bytes()
+	rows := 1
+	if from.Rank() == 2 {
+		rows = from.Shape[0]
+	}
+	e.lds = max(e.lds, rows*pitch*size)
+	e.ldsWrite(e.thread(func() *ir.Value { return e.bytes(index(from), size) }), x, e.owner(from), ldsVec(from))
+	addr := e.thread(func() *ir.Value { return e.bytes(index(to), size) })
+	ld := e.emit(ir.OpLDSLoad, ir.Lanes(to.DType, nregs(to)), &ir.MemAttr{Vec: ldsVec(to)}, addr)
+	e.emit(ir.OpBarrier, ir.Type{}, nil)
+	return ld
+}
+
+// ldsWrite writes x to LDS at addr where mask (nil: everywhere), then a
+// barrier. A vector store's mask is the same over each vector: lowering
+// writes owner predicates that are (the interpreter checks it).
+func (e *expander) ldsWrite(addr, x, mask *ir.Value, vec int) {
+	if mask == nil {
+		mask = e.c(ir.Bool, 1)
+	}
+	e.emit(ir.OpLDSStore, ir.Type{}, &ir.MemAttr{Vec: vec}, addr, x, mask)
+	e.emit(ir.OpBarrier, ir.Type{}, nil)
+}
+
+// reduce expands reduce x [axis] into
+//
+//	a = reduce_regs x      each lane folds its registers along the axis
+//	b = butterfly a        shuffles over the lanes of the wave along it
+//	c = lds_reduce …       one partial per wave through LDS, folded in wave order
+//
+// A sum counts replicas along the axis as zero first.
+func (e *expander) reduce(v, x *ir.Value) *ir.Value {
+	r := v.Reduction()
+	xt := v.Args[0].Type
+	l := xt.Layout
+	d := l.BaseDim(r.Axis)
+	extent, _, cover, regs, stride := l.Geometry(xt.Shape)
+	dt := xt.DType
+	if r.Kind == ir.RSum && extent[d] < cover[d] {
+		own := e.bin(ir.OpLt, e.raw(xt, d), e.i32(extent[d]))
+		x = e.emit(ir.OpWhere, x.Type, nil, own, x, e.c(dt, int64(ir.Identity(r.Kind, dt))))
+	}
+	if regs[d] > 1 {
+		n := x.Type.Regs / regs[d]
+		x = e.emit(ir.OpReduceRegs, ir.Lanes(dt, n), ir.FoldAttr{Kind: r.Kind, N: regs[d], Stride: stride[d]}, x)
+	}
+	if l.TPW[d] > 1 {
+		steps := 0
+		for 1<<steps < l.TPW[d] {
+			steps++
+		}
+		x = e.emit(ir.OpButterfly, x.Type, ir.ButterflyAttr{Kind: r.Kind, First: l.LaneStride(d), Steps: steps}, x)
+	}
+	if l.WPB[d] == 1 {
+		return x
+	}
+	// One partial per wave: the lane at index 0 along d of each wave
+	// writes slot (wave along d, element), once per element.
+	rt := v.Type
+	rt.Layout = l.Slice(r.Axis)
+	lane, wave := e.laneWave(l, d)
+	writer := e.thread(func() *ir.Value { return e.and(e.bin(ir.OpEq, lane, e.i32(0)), e.owner(rt, d)) })
+	n := rt.Elems()
+	size := dt.Bytes()
+	pitch := 0
+	if rt.Rank() == 2 {
+		pitch = rt.Shape[1]
+	}
+	elem := e.linear(rt, pitch)
+	slot := e.thread(func() *ir.Value { return e.bytes(e.bin(ir.OpAdd, e.bin(ir.OpMul, wave, e.i32(n)), elem), size) })
+	e.lds = max(e.lds, l.WPB[d]*n*size)
+	e.ldsWrite(slot, x, writer, 1)
+	read := e.thread(func() *ir.Value { return e.bytes(elem, size) })
+	out := e.emit(ir.OpLDSReduce, ir.Lanes(dt, x.Type.Regs), ir.LDSFoldAttr{Kind: r.Kind, Count: l.WPB[d], Stride: n * size}, read)
+	e.emit(ir.OpBarrier, ir.Type{}, nil)
+	return out
+}
+
+// loop expands a for: its carried values keep their registers across
+// iterations (a scalar is carried as one register a lane).
+func (e *expander) loop(v *ir.Value) error {
+	args := e.args(v)
+	lo, hi, step := args[0], args[1], args[2]
+	_, carried := v.ForVars()
+	inits := args[3:]
+	for i, c := range carried {
+		n := 1
+		if c.Type.Rank() > 0 {
+			n = nregs(c.Type)
+		}
+		inits[i] = e.fit(inits[i], n)
+	}
+	nv := e.emit(ir.OpFor, ir.Type{}, nil, append([]*ir.Value{lo, hi, step}, inits...)...)
+	nv.Body = &ir.Block{Parent: nv}
+	iv := e.f.NewValue(ir.OpLoopVar, ir.Lanes(lo.Type.DType, max(lo.Type.Regs, step.Type.Regs)), ir.IntAttr{N: 0})
+	iv.Block, iv.Name = nv.Body, v.Body.Vars[0].Name
+	nv.Body.Vars = append(nv.Body.Vars, iv)
+	e.m[v.Body.Vars[0]] = iv
+	for i, c := range carried {
+		nc := e.f.NewValue(ir.OpLoopVar, inits[i].Type, ir.IntAttr{N: i + 1})
+		nc.Block, nc.Name = nv.Body, c.Name
+		nv.Body.Vars = append(nv.Body.Vars, nc)
+		e.m[c] = nc
+	}
+	e.m[v] = nv
+	if err := e.block(stripYield(v.Body), nv.Body); err != nil {
+		return err
+	}
+	saved := e.cur
+	e.cur = nv.Body
+	y := v.Yield()
+	ys := e.args(y)
+	for i := range ys {
+		ys[i] = e.fit(ys[i], inits[i].Type.Regs)
+	}
+	e.pos = y.Pos
+	e.emit(ir.OpYield, ir.Type{}, nil, ys...)
+	e.cur = saved
+	return nil
+}
+
+// stripYield is a loop body without its closing yield.
+func stripYield(b *ir.Block) *ir.Block {
+	return &ir.Block{Values: b.Values[:len(b.Values)-1], Parent: b.Parent, Vars: b.Vars}
+}
+
+// rotate moves each element along the axis by the shift: within the lane
+// where every lane holds its partners (a register map), by one shuffle
+// where each partner is a fixed lane distance away in the same wave, and
+// through LDS otherwise.
+func (e *expander) rotate(v, x *ir.Value) *ir.Value {
+	t := v.Type
+	rot := v.Rotation()
+	l := t.Layout
+	n := nregs(t)
+	src := func(tid, r int) []int {
+		c, _ := l.Elem(t.Shape, tid, r)
+		c[rot.Axis] = (c[rot.Axis] + rot.Shift) % t.Shape[rot.Axis]
+		return c
+	}
+	m := make([]int, n)
+	for r := range m {
+		m[r] = l.RegOf(t.Shape, src(0, r))
+	}
+	holds := func(tid, r int, c []int) bool {
+		got, _ := l.Elem(t.Shape, tid, r)
+		return slices.Equal(got, c)
+	}
+	// everywhere reports whether, for every lane and register, lane ^ mask
+	// holds the partner at the register the map gives.
+	everywhere := func(mask int) bool {
+		for tid := 0; tid < e.threads; tid++ {
+			for r := 0; r < n; r++ {
+				if !holds(tid^mask, m[r], src(tid, r)) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if everywhere(0) {
+		return e.gather(x, m)
+	}
+	for mask := 1; mask < e.wave; mask++ {
+		if holds(mask, m[0], src(0, 0)) && everywhere(mask) {
+			return e.emit(ir.OpShflXor, ir.Lanes(t.DType, n), ir.LaneAttr{Mask: mask}, e.gather(x, m))
+		}
+	}
+	rows := 1
+	if t.Rank() == 2 {
+		rows = t.Shape[0]
+	}
+	pitch := t.Shape[t.Rank()-1]
+	index := func(shifted bool) func(ir.Type) *ir.Value {
+		return func(tt ir.Type) *ir.Value {
+			var cs []*ir.Value
+			for a := 0; a < tt.Rank(); a++ {
+				c := e.coord(tt, a)
+				if shifted && a == rot.Axis {
+					c = e.bin(ir.OpAnd, e.bin(ir.OpAdd, c, e.i32(rot.Shift)), e.i32(tt.Shape[a]-1))
+				}
+				cs = append(cs, c)
+			}
+			if len(cs) == 1 {
+				return cs[0]
+			}
+			return e.bin(ir.OpAdd, e.bin(ir.OpMul, cs[0], e.i32(pitch)), cs[1])
+		}
+	}
+	size := t.DType.Bytes()
+	e.lds = max(e.lds, rows*pitch*size)
+	from := e.thread(func() *ir.Value { return e.bytes(index(false)(t), size) })
+	to := e.thread(func() *ir.Value { return e.bytes(index(true)(t), size) })
+	e.ldsWrite(from, x, e.owner(t), 1)
+	ld := e.emit(ir.OpLDSLoad, ir.Lanes(t.DType, n), &ir.MemAttr{Vec: 1}, to)
+	e.emit(ir.OpBarrier, ir.Type{}, nil)
+	return ld
+}
