@@ -88,7 +88,11 @@ func (g *GPU) Close() error           { return g.Dev.Close() }
 
 // Comment is the one line every emitted kernel carries: op, target, schedule.
 func Comment(p *ops.Plan, s *ops.Step) string {
-	return fmt.Sprintf("fp8gen %s (op %s) for %s, %s, schedule %v", s.Func.Name, p.Op.Name, p.Target.Name, p.Format.Name, s.Params)
+	format := ""
+	if p.Format != nil {
+		format = ", " + p.Format.Name
+	}
+	return fmt.Sprintf("fp8gen %s (op %s) for %s%s, schedule %v", s.Func.Name, p.Op.Name, p.Target.Name, format, p.Schedule)
 }
 
 // Kernel emits, compiles (through the JIT cache) and loads a step's kernel.
@@ -133,16 +137,31 @@ type Prepared struct {
 	p       *ops.Plan
 	bufs    map[string]*runtime.Buffer
 	launch  []func() error
-	zero    []*runtime.Buffer
+	scratch []scratch
 	Stats   Stats
-	outputs []ops.Spec
+	outputs []ops.Spec // outputs and scratch
 	// Attrs are the compiled kernels' resources, per step.
 	Attrs []runtime.KernelAttrs
 }
 
+// scratch is a buffer reset before each launch: zeroed, or refilled from
+// its initial contents.
+type scratch struct {
+	b    *runtime.Buffer
+	init []byte // nil: zero
+}
+
+// sizeArg is a size argument in the width the kernel takes.
+func sizeArg(p *ir.Value, v int) any {
+	if p.Type.DType == ir.I64 {
+		return int64(v)
+	}
+	return int32(v)
+}
+
 // Prepare compiles every step and uploads the tensors.
 func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.Tensor) (*Prepared, error) {
-	pr := &Prepared{g: g, p: p, bufs: map[string]*runtime.Buffer{}, outputs: p.Op.Outputs(p.Shape, p.Options, p.Format)}
+	pr := &Prepared{g: g, p: p, bufs: map[string]*runtime.Buffer{}, outputs: p.SpecsOf(ops.Output, ops.Scratch)}
 	names := slices.Sorted(maps.Keys(tensors))
 	for _, n := range names {
 		t := tensors[n]
@@ -158,8 +177,12 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 		}
 	}
 	for _, o := range pr.outputs {
-		if o.Zero {
-			pr.zero = append(pr.zero, pr.bufs[o.Name])
+		if o.Role == ops.Scratch {
+			sc := scratch{b: pr.bufs[o.Name]}
+			if o.Init != 0 {
+				sc.init = tensors[o.Name].Data
+			}
+			pr.scratch = append(pr.scratch, sc)
 		}
 	}
 	for _, s := range p.Steps {
@@ -171,9 +194,9 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 		var args []any
 		for _, prm := range s.Func.Params {
 			if prm.Op == ir.OpParam {
-				args = append(args, pr.bufs[prm.Name])
+				args = append(args, pr.bufs[prm.ArgName()])
 			} else {
-				args = append(args, int32(p.Shape[prm.Name]))
+				args = append(args, sizeArg(prm, p.Shape[prm.ArgName()]))
 			}
 		}
 		pr.Attrs = append(pr.Attrs, k.Attrs())
@@ -191,7 +214,7 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 // nothing wrote cannot pass for a right one.
 func (pr *Prepared) Poison() error {
 	for _, o := range pr.outputs {
-		if !o.Zero {
+		if o.Role == ops.Output {
 			if err := pr.g.Dev.Memset(pr.bufs[o.Name], 0xA5); err != nil {
 				return err
 			}
@@ -202,8 +225,14 @@ func (pr *Prepared) Poison() error {
 
 // Launch runs the plan once (scratch zeroed first); it does not wait.
 func (pr *Prepared) Launch() error {
-	for _, b := range pr.zero {
-		if err := pr.g.Dev.Memset(b, 0); err != nil {
+	for _, sc := range pr.scratch {
+		var err error
+		if sc.init == nil {
+			err = pr.g.Dev.Memset(sc.b, 0)
+		} else {
+			err = pr.g.Dev.Upload(sc.b, sc.init)
+		}
+		if err != nil {
 			return err
 		}
 	}

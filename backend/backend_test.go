@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -36,15 +35,15 @@ func TestGPUOpsMatchReference(t *testing.T) {
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
 		for _, sh := range gpuShapes {
-			for _, o := range []ops.Options{ops.DefaultOptions(), {In: ir.F32, Family: "e5m2", Pow2: true}} {
+			for _, o := range []ops.Options{{}, {"in": "f32", "fp8": "e5m2", "pow2": "true"}} {
 				for _, adv := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%s/%v/%v-%s-pow2=%v/adv=%v", name, sh, o.In, o.Family, o.Pow2, adv), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s/%v/%v/adv=%v", name, sh, o, adv), func(t *testing.T) {
 						p, err := op.NewPlan(g.T, sh, o, nil)
 						if err != nil {
 							t.Fatal(err)
 						}
-						in := ops.Inputs(op, sh, o, p.Format, 11, adv)
-						want := op.Reference(in, sh, o, p.Format)
+						in := ops.Inputs(p.Call, 11, adv)
+						want := op.Reference(p.Call, in)
 						all, out := p.WithOutputs(in)
 						if _, err := g.Run(p, all); err != nil {
 							t.Fatal(err)
@@ -65,18 +64,26 @@ func TestGPUEverySchedule(t *testing.T) {
 	sh := ops.Shape{"M": 300, "K": 520}
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
-		for _, s := range op.Kernels[0].Space(g.T, ops.Shape{"M": 4096, "K": 4096}) {
+		c, err := op.NewCall(g.T, ops.Shape{"M": 4096, "K": 4096}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		space, err := c.Space()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range space {
 			t.Run(fmt.Sprintf("%s/%v", name, s), func(t *testing.T) {
-				p, err := op.NewPlan(g.T, sh, ops.DefaultOptions(), s)
+				p, err := op.NewPlan(g.T, sh, nil, s)
 				if err != nil {
 					t.Skipf("infeasible: %v", err)
 				}
-				in := ops.Inputs(op, sh, p.Options, p.Format, 5, true)
+				in := ops.Inputs(p.Call, 5, true)
 				all, out := p.WithOutputs(in)
 				if _, err := g.Run(p, all); err != nil {
 					t.Fatal(err)
 				}
-				if err := ops.Compare(op.Reference(in, sh, p.Options, p.Format), out); err != nil {
+				if err := ops.Compare(op.Reference(p.Call, in), out); err != nil {
 					t.Error(err)
 				}
 			})
@@ -92,14 +99,14 @@ func TestGFX942ScalesAgainst240(t *testing.T) {
 	}
 	op, _ := ops.Lookup("rowwise_cast")
 	sh := ops.Shape{"M": 4, "K": 64}
-	p, err := op.NewPlan(tg, sh, ops.DefaultOptions(), nil)
+	p, err := op.NewPlan(tg, sh, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Format.Name != "e4m3fnuz" || p.Format.Max != 240 {
 		t.Fatalf("gfx942 plan uses %s (max %v), want e4m3fnuz (max 240)", p.Format.Name, p.Format.Max)
 	}
-	in := ops.Inputs(op, sh, p.Options, p.Format, 1, false)
+	in := ops.Inputs(p.Call, 1, false)
 	all, out := p.WithOutputs(in)
 	if _, err := (CPU{T: tg}).Run(p, all); err != nil {
 		t.Fatal(err)

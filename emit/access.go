@@ -394,14 +394,15 @@ func (e *emitter) atomicFn(v *ir.Value) string {
 	var body string
 	if e.t.Vendor == target.AMD {
 		order := map[ir.MemOrder]string{ir.Relaxed: "__ATOMIC_RELAXED", ir.AcqRel: "__ATOMIC_ACQ_REL", ir.SeqCst: "__ATOMIC_SEQ_CST"}[a.Order]
+		loadOrder := map[ir.MemOrder]string{ir.Relaxed: "__ATOMIC_RELAXED", ir.AcqRel: "__ATOMIC_ACQUIRE", ir.SeqCst: "__ATOMIC_SEQ_CST"}[a.Order]
 		scope := map[ir.MemScope]string{ir.ScopeWorkgroup: "__HIP_MEMORY_SCOPE_WORKGROUP", ir.ScopeAgent: "__HIP_MEMORY_SCOPE_AGENT", ir.ScopeSystem: "__HIP_MEMORY_SCOPE_SYSTEM"}[a.Scope]
 		switch {
 		case op == "max" && d.K == ir.KF32:
-			body = fmt.Sprintf(`  if (v != v) return __hip_atomic_load(p, %[1]s, %[2]s);  // max ignores NaN
+			body = fmt.Sprintf(`  if (v != v) return __hip_atomic_load(p, %[3]s, %[2]s);  // max ignores NaN
   // Float max as integer max: signed max orders non-negative floats, unsigned
   // min orders negative ones.
   if (!(__float_as_uint(v) >> 31)) return __int_as_float(__hip_atomic_fetch_max((int*)p, __float_as_int(v), %[1]s, %[2]s));
-  return __uint_as_float(__hip_atomic_fetch_min((unsigned int*)p, __float_as_uint(v), %[1]s, %[2]s));`, order, scope)
+  return __uint_as_float(__hip_atomic_fetch_min((unsigned int*)p, __float_as_uint(v), %[1]s, %[2]s));`, order, scope, loadOrder)
 		default:
 			body = fmt.Sprintf("  return __hip_atomic_fetch_%s(p, v, %s, %s);", op, order, scope)
 		}

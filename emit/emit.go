@@ -299,7 +299,9 @@ func (e *emitter) plan() {
 	})
 	e.f.Walk(func(v *ir.Value) {
 		switch {
-		case atom(v), v.Type.Regs > 1 && cheap(v, 3):
+		case atom(v), v.Type.Regs > 1 && cheap(v, 3), v.Op == ir.OpSplat && e.uses[v] == 1:
+			// Index arithmetic prints at each use even where the DSL named
+			// it: an array of it would live in registers across the kernel.
 			e.inline[v] = true
 		case inlinable(v) && v.Name == "" && e.uses[v] == 1:
 			u := user[v]

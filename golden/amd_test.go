@@ -101,7 +101,7 @@ func TestAMDCompile(t *testing.T) {
 		}
 		pred := j.step.Resources
 		fmt.Fprintf(tw, "%s\t%s (%s)\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%d\t\n",
-			j.name, tg.Name, tg.CheckArch, j.step.Params, k.VGPRs, k.AGPRs, pred.Regs, k.SGPRs,
+			j.name, tg.Name, tg.CheckArch, j.c.plan.Schedule, k.VGPRs, k.AGPRs, pred.Regs, k.SGPRs,
 			k.LDSBytes, pred.LDSBytes, k.VGPRSpills, k.SGPRSpills, k.PrivateBytes)
 		if k.VGPRSpills != 0 || k.SGPRSpills != 0 || k.PrivateBytes != 0 {
 			t.Errorf("%s: spills %d VGPRs and %d SGPRs, %d B of scratch per lane; want none",
@@ -197,6 +197,7 @@ func TestRelaxedAmaxHasNoCacheMaintenance(t *testing.T) {
 	// The order is in the helper's name and in its __ATOMIC_ argument, and
 	// nowhere else.
 	swapped := strings.NewReplacer(
+		"return __hip_atomic_load(p, __ATOMIC_RELAXED", "return __hip_atomic_load(p, __ATOMIC_ACQUIRE",
 		"__ATOMIC_RELAXED", "__ATOMIC_ACQ_REL",
 		"fp8g_atomic_max_f32_relaxed_agent", "fp8g_atomic_max_f32_acq_rel_agent",
 		"atomic max, relaxed,", "atomic max, acq_rel,",

@@ -22,15 +22,50 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// shape is the problem size of every case: large enough that each op takes
-// its production schedule, not a small-problem special case.
-var shape = ops.Shape{"M": 4096, "K": 4096}
+// variant is one plan of an op on a target: options and a shape other
+// than the op's defaults and example shape.
+type variant struct {
+	name  string // "" for the defaults
+	opts  ops.Options
+	shape ops.Shape // nil: the op's example shape
+}
 
-// goldenCase is one op on one target.
+// variants lists what each op's goldens cover beyond its defaults: for
+// rowwise, every option combination, the two-pass schedule of long rows,
+// and 64-bit indexing past 2^31 elements; for colwise, an odd shape, whose
+// sizes divide by no vector width.
+func variants(op *ops.Op) []variant {
+	vs := []variant{{}}
+	switch op.Name {
+	case "rowwise_cast":
+		for _, fam := range []string{"e4m3", "e5m2"} {
+			for _, in := range []string{"bf16", "f32"} {
+				for _, pow2 := range []string{"false", "true"} {
+					if fam == "e4m3" && in == "bf16" && pow2 == "false" {
+						continue // the defaults
+					}
+					name := fam + "_" + in
+					if pow2 == "true" {
+						name += "_pow2"
+					}
+					vs = append(vs, variant{name: name, opts: ops.Options{"fp8": fam, "in": in, "pow2": pow2}})
+				}
+			}
+		}
+		vs = append(vs, variant{name: "two_pass", shape: ops.Shape{"M": 4096, "K": 40000}},
+			variant{name: "i64", shape: ops.Shape{"M": 65536, "K": 40000}})
+	case "colwise_cast":
+		vs = append(vs, variant{name: "odd", shape: ops.Shape{"M": 1000, "K": 333}})
+	}
+	return vs
+}
+
+// goldenCase is one variant of an op on one target.
 type goldenCase struct {
-	name    string // <op>_<target>: the archive's base name
+	name    string // <op>_<target>[_<variant>]: the archive's base name
 	op      *ops.Op
 	target  *target.Target
+	v       variant
 	plan    *ops.Plan
 	kernels []*emit.Kernel // one per plan step, in launch order
 	archive *txtar.Archive
@@ -38,7 +73,7 @@ type goldenCase struct {
 
 func (c *goldenCase) path() string { return filepath.Join("testdata", c.name+".txtar") }
 
-// allCases plans and emits every op × target once for all the tests.
+// allCases plans and emits every case once for all the tests.
 var allCases = sync.OnceValues(func() ([]*goldenCase, error) {
 	var cs []*goldenCase
 	for _, on := range ops.Names() {
@@ -51,7 +86,13 @@ var allCases = sync.OnceValues(func() ([]*goldenCase, error) {
 			if err != nil {
 				return nil, err
 			}
-			cs = append(cs, &goldenCase{name: on + "_" + tn, op: op, target: tg})
+			for _, v := range variants(op) {
+				name := on + "_" + tn
+				if v.name != "" {
+					name += "_" + v.name
+				}
+				cs = append(cs, &goldenCase{name: name, op: op, target: tg, v: v})
+			}
 		}
 	}
 	errs := make([]error, len(cs))
@@ -72,11 +113,11 @@ func cases(t *testing.T) []*goldenCase {
 	return cs
 }
 
-// caseNamed returns the case of op on target tn.
+// caseNamed returns the default case of op on target tn.
 func caseNamed(t *testing.T, op, tn string) *goldenCase {
 	t.Helper()
 	for _, c := range cases(t) {
-		if c.op.Name == op && c.target.Name == tn {
+		if c.op.Name == op && c.target.Name == tn && c.v.name == "" {
 			return c
 		}
 	}
@@ -86,16 +127,19 @@ func caseNamed(t *testing.T, op, tn string) *goldenCase {
 
 func (c *goldenCase) build() error {
 	op, tg := c.op, c.target
-	o := ops.DefaultOptions()
-	p, err := op.NewPlan(tg, shape, o, nil)
+	sh := c.v.shape
+	if sh == nil {
+		sh = op.Example
+	}
+	p, err := op.NewPlan(tg, sh, c.v.opts, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
 	c.plan = p
 	c.archive = &txtar.Archive{Comment: fmt.Appendf(nil,
-		"Golden HIP of op %s on %s (%s), shape %v, input %v, %s family, pow2 scales %v.\n"+
+		"Golden HIP of op %s on %s (%s), shape %v, options %v, %v indexing.\n"+
 			"Written by `go test ./golden -update`; review a diff of this file like code.\n",
-		op.Name, tg.Name, p.Format.Name, shape, o.In, o.Family, o.Pow2)}
+		op.Name, tg.Name, p.Format.Name, sh, p.Options, p.Index)}
 	for _, s := range p.Steps {
 		k, err := emit.Emit(s.Func, backend.Comment(p, s))
 		if err != nil {
@@ -103,7 +147,7 @@ func (c *goldenCase) build() error {
 		}
 		c.kernels = append(c.kernels, k)
 		c.archive.Files = append(c.archive.Files,
-			txtar.File{Name: k.Name + ".schedule", Data: []byte(withNewline(scheduleText(s)))},
+			txtar.File{Name: k.Name + ".schedule", Data: []byte(withNewline(scheduleText(p, s)))},
 			txtar.File{Name: k.Name + ".hip", Data: []byte(withNewline(k.Source))})
 	}
 	return nil
@@ -111,16 +155,16 @@ func (c *goldenCase) build() error {
 
 // scheduleText is a step's schedule file: the knobs and the grid, then what
 // schedule/ predicted for the lowered kernel.
-func scheduleText(s *ops.Step) string {
+func scheduleText(p *ops.Plan, s *ops.Step) string {
 	return fmt.Sprintf("params: %v\ngrid: %d %d %d\nthreads: %d\nlds_bytes: %d\nregs_estimate: %d\n",
-		s.Params, s.Grid[0], s.Grid[1], s.Grid[2], s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
+		p.Schedule, s.Grid[0], s.Grid[1], s.Grid[2], s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
 }
 
 // emitAgain writes step i of c's plan from scratch — the DSL, lowering and
 // emission at the chosen schedule — for the determinism check.
 func (c *goldenCase) emitAgain(i int) (string, error) {
 	p, s := c.plan, c.plan.Steps[i]
-	fn, err := p.Op.Build(s.Kernel, p.Target, p.Shape, p.Options, s.Params, &lower.Config{})
+	fn, err := p.Call.Build(s.Kernel, &lower.Config{})
 	if err != nil {
 		return "", err
 	}

@@ -9,6 +9,7 @@
 //	"<u2"  uint16 (used for raw bfloat16 bits)
 //	"|u1"  uint8  (used for raw fp8 bytes)
 //	"<i4"  int32
+//	"<i8"  int64
 //
 // [Read] accepts format versions 1.0, 2.0 and 3.0; [Write] always writes
 // version 1.0, which every NumPy reads. The data is kept as raw little-endian
@@ -46,14 +47,17 @@ const (
 	Uint16  = "<u2"
 	Uint8   = "|u1"
 	Int32   = "<i4"
+	Int64   = "<i8"
 )
 
 // itemSizes maps each supported dtype to its size in bytes.
-var itemSizes = map[string]int{Float32: 4, Uint16: 2, Uint8: 1, Int32: 4}
+var itemSizes = map[string]int{Float32: 4, Uint16: 2, Uint8: 1, Int32: 4, Int64: 8}
 
 // aliases maps other spellings NumPy accepts for a supported dtype to the one
-// it writes itself.
-var aliases = map[string]string{"<u1": Uint8, "=u1": Uint8, "u1": Uint8}
+// it writes itself. "=" is the native byte order: every host fp8gen runs on
+// is little-endian.
+var aliases = map[string]string{"<u1": Uint8, "=u1": Uint8, "u1": Uint8,
+	"=f4": Float32, "=u2": Uint16, "=i4": Int32, "=i8": Int64}
 
 const (
 	magic = "\x93NUMPY"
@@ -87,7 +91,7 @@ func (a *Array) Len() int {
 }
 
 // supported lists the dtypes for error messages.
-const supported = `"<f4" (float32), "<u2" (uint16), "|u1" (uint8), "<i4" (int32)`
+const supported = `"<f4" (float32), "<u2" (uint16), "|u1" (uint8), "<i4" (int32), "<i8" (int64)`
 
 // check reports whether a is well formed: a supported dtype, no negative
 // dimension, and Data exactly as long as the shape and dtype require.

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
 
@@ -9,32 +8,47 @@ import (
 	"github.com/fp8gen/fp8gen/ir"
 )
 
-// Inputs makes an op's inputs from a seed: normal values times 3. With
-// adversarial set, it also plants, in some rows and columns, the values
-// that break casts: zeros, ±Inf, NaN, float32 and bf16 subnormals, values
-// at and just past the format's max (raw and after scaling), and whole rows
-// and columns of zeros, NaN or subnormals.
-func Inputs(op *Op, sh Shape, o Options, f *fp8.Format, seed uint64, adversarial bool) map[string]*Tensor {
+// Inputs makes a call's inputs from a seed. Float tensors hold normal
+// values times 3; with adversarial set, they also hold, in some rows and
+// columns (the last axis is a row), the values that break casts: zeros,
+// ±Inf, NaN (quiet and signaling), float32 and bf16 subnormals, values at
+// and just past the format's max (raw and after scaling), and whole rows
+// and columns of zeros, NaN or subnormals. Integer tensors hold small
+// random values; fp8 tensors random codes.
+func Inputs(c *Call, seed uint64, adversarial bool) map[string]*Tensor {
 	r := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	in := Tensors(op.Inputs(sh, o))
-	for _, t := range in {
-		n := t.Bytes() / t.DType.Bytes()
-		vals := make([]float32, n)
-		for i := range vals {
-			vals[i] = float32(r.NormFloat64() * 3)
-		}
-		if adversarial && len(t.Shape) == 2 {
-			plant(vals, t.Shape[0], t.Shape[1], f, r)
-		}
-		for i, v := range vals {
-			if t.DType.K == ir.KBF16 {
-				h := ir.F32ToBF16(v)
-				if v != v { // keep the NaN's kind: 0x7f810000 stands for bf16's signaling 0x7f81
-					h = uint16(math.Float32bits(v) >> 16)
+	in := Tensors(c.SpecsOf(Input))
+	for _, s := range c.SpecsOf(Input) { // in argument order: the same seed gives the same tensors
+		t := in[s.Name]
+		n := t.Elems()
+		switch d := t.DType; {
+		case d.K == ir.KF32 || d.K == ir.KBF16:
+			vals := make([]float32, n)
+			for i := range vals {
+				vals[i] = float32(r.NormFloat64() * 3)
+			}
+			if adversarial && n > 0 {
+				cols := t.Shape[len(t.Shape)-1]
+				plant(vals, n/cols, cols, c.Format, r)
+			}
+			for i, v := range vals {
+				if d.K == ir.KBF16 {
+					h := ir.F32ToBF16(v)
+					if v != v { // keep the NaN's kind: 0x7f810000 stands for bf16's signaling 0x7f81
+						h = uint16(math.Float32bits(v) >> 16)
+					}
+					t.SetBits(i, uint64(h))
+				} else {
+					t.SetBits(i, uint64(math.Float32bits(v)))
 				}
-				binary.LittleEndian.PutUint16(t.Data[2*i:], h)
-			} else {
-				binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(v))
+			}
+		case d.K == ir.KFP8:
+			for i := range n {
+				t.SetBits(i, uint64(r.IntN(256)))
+			}
+		default:
+			for i := range n {
+				t.SetBits(i, uint64(r.IntN(201)-100))
 			}
 		}
 	}
@@ -45,7 +59,10 @@ func Inputs(op *Op, sh Shape, o Options, f *fp8.Format, seed uint64, adversarial
 func Specials(f *fp8.Format) []float32 {
 	inf := float32(math.Inf(1))
 	nan := float32(math.NaN())
-	max := f.Max
+	max := float32(448)
+	if f != nil {
+		max = f.Max
+	}
 	return []float32{
 		0, float32(math.Copysign(0, -1)), inf, -inf, nan,
 		math.Float32frombits(0x7f810000), math.Float32frombits(0xff800001), // signaling NaNs (bf16 0x7f81 is one)
@@ -70,10 +87,11 @@ func plant(v []float32, m, k int, f *fp8.Format, r *rand.Rand) {
 			}
 		}
 	}
+	fmax := sp[10]
 	fillRow(1, func(int) float32 { return 0 })
 	fillRow(2, func(int) float32 { return float32(math.NaN()) })
 	fillRow(3, func(j int) float32 { return math.Float32frombits(uint32(1 + j)) })
-	fillRow(4, func(j int) float32 { return f.Max * float32(1-2*(j%2)) })
+	fillRow(4, func(j int) float32 { return fmax * float32(1-2*(j%2)) })
 	// Whole columns: zeros and a single Inf.
 	for i := 0; i < m; i++ {
 		if k > 1 {

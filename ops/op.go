@@ -1,26 +1,18 @@
-// Package ops holds the kernels fp8gen generates, each written once in the
-// DSL of package ir, with a plain-Go reference that defines what it must
-// compute bit for bit.
+// Package ops holds the kernels fp8gen generates. An op is a description:
+// its named sizes; its options (choices that change what it computes);
+// its tensors, each with a role (input, output, or scratch with an initial
+// value), an element type and a shape written as expressions of the sizes;
+// its kernels in launch order, each with a grid of expressions and a body
+// written once in the DSL of package ir; its schedule knobs with typed
+// domains, the constraints between knobs and sizes, and the candidate
+// points it prefers; and a plain-Go reference that defines what it must
+// compute bit for bit. Everything generic — the command line, the
+// benchmark, the golden tests, input generation, .npy files and exported
+// manifests — works from the description, for any op.
 //
-// An Op is data: its sizes, inputs and outputs, the kernels it launches in
-// order (each with its schedule space and grid), and its reference. Plan
-// turns an op, a target and a shape into lowered kernels with chosen
-// schedules; back ends run a Plan.
-//
-// Numerics shared by every cast op (and so by the reference, the interpreter
-// and every emitted target):
-//
-//	amax      = max over |x| with IEEE maxNum: NaN elements are ignored
-//	scale     = fmt_max / max(amax, 1e-12)           (f32, correctly rounded)
-//	            rounded down to a power of two with Options.Pow2
-//	q         = fp8(x · scale): round to nearest even, saturate to ±fmt_max
-//	inv_scale = 1 / scale
-//
-// So zeros give amax 0 and scale fmt_max/1e-12; a NaN element becomes the
-// format's NaN and does not disturb its neighbours; a ±Inf element makes
-// amax Inf, scale 0 and inv_scale Inf, so that group's finite elements
-// quantize to 0 and the infinite ones to NaN (Inf·0): the overflow is
-// visible, never silently clipped.
+// NewPlan makes an op concrete for a target, a shape and options: it
+// checks them, chooses the index width (32-bit where every tensor fits,
+// 64-bit otherwise), picks a feasible schedule and lowers each kernel.
 package ops
 
 import (
@@ -28,10 +20,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/fp8"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
@@ -39,84 +32,151 @@ import (
 	"github.com/fp8gen/fp8gen/target"
 )
 
-// Eps bounds amax from below so that a zero group gets a finite scale.
-const Eps = 1e-12
+// Role is what a tensor is to an op.
+type Role int
 
-// Options are the user's choices that change what a kernel computes.
-type Options struct {
-	In     ir.DType // element type of x: ir.BF16 or ir.F32
-	Family string   // "e4m3" or "e5m2": the format itself comes from the target
-	Pow2   bool     // round scales down to powers of two
+const (
+	Input   Role = iota // read; the caller provides it
+	Output              // written; every element, by the kernels
+	Scratch             // the kernels' own memory, filled with Init before the first
+)
+
+func (r Role) String() string { return [...]string{"input", "output", "scratch"}[r] }
+
+// Arg is one tensor argument of an op.
+type Arg struct {
+	Name string
+	// DType is f32, bf16, i32, i64, fp8 (the target's format of the fp8
+	// option's family), or {opt}: the value of option opt.
+	DType string
+	Shape []expr.Expr // of the sizes
+	Role  Role
+	Init  float64 // scratch: every element's initial value
+	Doc   string
 }
 
-// DefaultOptions: bf16 in, e4m3 out, exact scales.
-func DefaultOptions() Options { return Options{In: ir.BF16, Family: "e4m3"} }
+// Option is a user's choice that changes what an op computes.
+type Option struct {
+	Name    string
+	Doc     string
+	Values  []string // the domain
+	Default string
+}
 
-// Shape is a problem size: the named sizes of an op (M, K).
-type Shape map[string]int
+// Options are option values by name.
+type Options map[string]string
 
-func (s Shape) String() string {
-	k := slices.Sorted(maps.Keys(s))
-	for i, n := range k {
-		k[i] = fmt.Sprintf("%s=%d", n, s[n])
+func (o Options) String() string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(o)) {
+		kv = append(kv, k+"="+o[k])
 	}
-	return strings.Join(k, ",")
-}
-
-// Spec describes one tensor argument.
-type Spec struct {
-	Name  string
-	DType ir.DType
-	Shape []int
-	Zero  bool // scratch that must be zeroed before the first kernel
-}
-
-// Bytes is the tensor's size in memory.
-func (s Spec) Bytes() int {
-	n := s.DType.Bytes()
-	for _, d := range s.Shape {
-		n *= d
-	}
-	return n
-}
-
-// Tensor is a tensor in host memory, little-endian.
-type Tensor struct {
-	Spec
-	Data []byte
+	return strings.Join(kv, ",")
 }
 
 // Kernel is one launch of an op.
 type Kernel struct {
 	Name string
 	// Build writes the kernel in the DSL.
-	Build func(b *ir.Builder, s schedule.Params, sh Shape, o Options, f *fp8.Format)
-	// Space lists candidate schedules, most preferred first.
-	Space func(t *target.Target, sh Shape) []schedule.Params
-	// Grid is the number of programs along each axis.
-	Grid func(t *target.Target, sh Shape, s schedule.Params) [3]int
+	Build func(b *ir.Builder, c *Call)
+	// Grid is the number of programs along each axis: expressions of the
+	// sizes, knobs and target (WAVE, CUS, …).
+	Grid [3]expr.Expr
 }
+
+// Assign sets a knob of a candidate to an expression of the sizes, the
+// target and the knobs assigned before it.
+type Assign struct {
+	Knob  string
+	Value expr.Expr
+}
+
+// Candidate is a schedule point an op proposes.
+type Candidate []Assign
 
 // Op is one operation users call.
 type Op struct {
 	Name    string
 	Doc     string
 	Sizes   []string
-	Inputs  func(sh Shape, o Options) []Spec
-	Outputs func(sh Shape, o Options, f *fp8.Format) []Spec // scratch (Zero) included
+	Options []Option
+	Tensors []Arg
 	Kernels []*Kernel
-	// Reference computes the outputs from the inputs in plain Go.
-	Reference func(in map[string]*Tensor, sh Shape, o Options, f *fp8.Format) map[string]*Tensor
-	// Dequantize rebuilds x's values (in x's layout) from the outputs.
-	Dequantize func(out map[string]*Tensor, sh Shape, f *fp8.Format) []float32
-	// Ceiling is the fraction of copy bandwidth the op can reach at this
-	// shape: 1 when x is read once, 3/5 when it must be read twice.
-	Ceiling func(t *target.Target, sh Shape, s []schedule.Params) float64
+	// Knobs are the schedule's parameters, shared by the op's kernels;
+	// Constraints hold between knobs and sizes; Candidates are the points
+	// the op prefers, most preferred first.
+	Knobs       []schedule.Knob
+	Constraints []schedule.Constraint
+	Candidates  []Candidate
+	// Ceiling is the percentage of copy bandwidth the op can reach at a
+	// shape: 100 where x is read once, 60 where it must be read twice.
+	Ceiling expr.Expr
+	// Example is the shape of the golden files and of `ir` and `emit`
+	// without --shape; Bench lists the realistic shapes `bench` times.
+	Example Shape
+	Bench   []Shape
+	// Reference computes the outputs (scratch included) from the inputs in
+	// plain Go, sharing no code with the kernels.
+	Reference func(c *Call, in map[string]*Tensor) map[string]*Tensor
+	// Dequantize, if set, rebuilds the main input's values from the
+	// outputs, for the quantization error a run reports.
+	Dequantize func(c *Call, out map[string]*Tensor) []float32
 }
 
 var registry = map[string]*Op{}
 
-func register(op *Op) *Op { registry[op.Name] = op; return op }
+func register(op *Op) *Op {
+	if err := op.check(); err != nil {
+		panic("BUG: op " + op.Name + ": " + err.Error())
+	}
+	registry[op.Name] = op
+	return op
+}
+
+// check holds a description to itself: every name an expression reads is
+// a size, a knob or a target fact, and every knob has a domain.
+func (op *Op) check() error {
+	known := map[string]bool{}
+	for n := range schedule.Env(&target.Target{}) {
+		known[n] = true
+	}
+	for _, s := range op.Sizes {
+		known[s] = true
+	}
+	sizesOnly := maps.Clone(known)
+	for _, k := range op.Knobs {
+		known[k.Name] = true
+	}
+	uses := func(what string, e expr.Expr, names map[string]bool) error {
+		for _, n := range e.Names() {
+			if !names[n] {
+				return fmt.Errorf("%s %v reads %s, which is no size, knob or target fact", what, e, n)
+			}
+		}
+		return nil
+	}
+	var errs []error
+	for _, t := range op.Tensors {
+		for _, e := range t.Shape {
+			errs = append(errs, uses("tensor "+t.Name+" shape", e, sizesOnly))
+		}
+	}
+	for _, k := range op.Kernels {
+		for _, e := range k.Grid {
+			errs = append(errs, uses("kernel "+k.Name+" grid", e, known))
+		}
+	}
+	for _, c := range op.Constraints {
+		errs = append(errs, uses("constraint", c.Cond, known))
+	}
+	errs = append(errs, uses("ceiling", op.Ceiling, sizesOnly))
+	for _, c := range op.Candidates {
+		for _, a := range c {
+			errs = append(errs, uses("candidate "+a.Knob, a.Value, known))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Lookup finds an op by name.
 func Lookup(name string) (*Op, error) {
@@ -127,18 +187,243 @@ func Lookup(name string) (*Op, error) {
 }
 
 // Names lists the ops, sorted.
-func Names() []string {
-	n := slices.Sorted(maps.Keys(registry))
+func Names() []string { return slices.Sorted(maps.Keys(registry)) }
+
+// Shape is a problem size: the named sizes of an op.
+type Shape map[string]int
+
+func (s Shape) String() string {
+	k := slices.Sorted(maps.Keys(s))
+	for i, n := range k {
+		k[i] = fmt.Sprintf("%s=%d", n, s[n])
+	}
+	return strings.Join(k, ",")
+}
+
+func (s Shape) env() expr.Env {
+	e := expr.Env{}
+	for k, v := range s {
+		e[k] = int64(v)
+	}
+	return e
+}
+
+// Call is an op made concrete: what its kernels' bodies and its reference
+// read.
+type Call struct {
+	Op       *Op
+	Target   *target.Target
+	Shape    Shape
+	Options  Options
+	Format   *fp8.Format // the target's format of the fp8 option, if the op has one
+	Index    ir.DType    // the kernels' index arithmetic: i32, or i64 for tensors past 2^31 elements
+	Schedule schedule.Params
+}
+
+// Size is a size of the shape.
+func (c *Call) Size(n string) int {
+	v, ok := c.Shape[n]
+	if !ok {
+		panic("BUG: " + c.Op.Name + " has no size " + n)
+	}
+	return v
+}
+
+// Knob is a schedule knob's value.
+func (c *Call) Knob(n string) int { return c.Schedule.Get(n) }
+
+// Opt is an option's value.
+func (c *Call) Opt(n string) string {
+	v, ok := c.Options[n]
+	if !ok {
+		panic("BUG: " + c.Op.Name + " has no option " + n)
+	}
+	return v
+}
+
+// Flag is a yes/no option.
+func (c *Call) Flag(n string) bool { return c.Opt(n) == "true" }
+
+// DType is the element type of one of the op's tensors.
+func (c *Call) DType(tensor string) ir.DType {
+	for _, t := range c.Op.Tensors {
+		if t.Name == tensor {
+			d, err := c.dtype(t.DType)
+			if err != nil {
+				panic("BUG: " + err.Error())
+			}
+			return d
+		}
+	}
+	panic("BUG: " + c.Op.Name + " has no tensor " + tensor)
+}
+
+func (c *Call) dtype(s string) (ir.DType, error) {
+	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+		s = c.Options[s[1:len(s)-1]]
+	}
+	switch s {
+	case "f32":
+		return ir.F32, nil
+	case "bf16":
+		return ir.BF16, nil
+	case "i32":
+		return ir.I32, nil
+	case "i64":
+		return ir.I64, nil
+	case "fp8":
+		if c.Format == nil {
+			return ir.DType{}, fmt.Errorf("%s: an fp8 tensor needs an fp8 option", c.Op.Name)
+		}
+		return ir.FP8(c.Format), nil
+	}
+	return ir.DType{}, fmt.Errorf("%s: no element type %q", c.Op.Name, s)
+}
+
+// env is what expressions of this call read: sizes, target facts, and the
+// schedule where one is chosen.
+func (c *Call) env() expr.Env {
+	e := schedule.Env(c.Target)
+	for k, v := range c.Shape.env() {
+		e[k] = v
+	}
+	for k, v := range c.Schedule {
+		e[k] = int64(v)
+	}
+	return e
+}
+
+// Spec is one tensor made concrete.
+type Spec struct {
+	Name  string
+	DType ir.DType
+	Shape []int
+	Role  Role
+	Init  float64
+}
+
+// Elems is the number of elements.
+func (s Spec) Elems() int {
+	n := 1
+	for _, d := range s.Shape {
+		n *= d
+	}
 	return n
 }
 
-// MaxElems is the most elements a tensor may have: kernels index with i32
-// and step up to one tile (at most 65536 elements) past the last one.
-const MaxElems = math.MaxInt32 - 65535
+// Bytes is the tensor's size in memory.
+func (s Spec) Bytes() int { return s.Elems() * s.DType.Bytes() }
 
-// CheckShape validates a problem size: every size given, positive, and
-// small enough for the 32-bit indexing the kernels use.
-func (op *Op) CheckShape(sh Shape, o Options) error {
+// Specs are the op's tensors at this call's shape, in argument order.
+func (c *Call) Specs() []Spec {
+	var out []Spec
+	for _, t := range c.Op.Tensors {
+		d, err := c.dtype(t.DType)
+		if err != nil {
+			panic("BUG: " + err.Error())
+		}
+		s := Spec{Name: t.Name, DType: d, Role: t.Role, Init: t.Init}
+		for _, e := range t.Shape {
+			v, err := e.Eval(c.env())
+			if err != nil {
+				panic("BUG: " + err.Error())
+			}
+			s.Shape = append(s.Shape, int(v))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// SpecsOf are the tensors of the given roles.
+func (c *Call) SpecsOf(roles ...Role) []Spec {
+	var out []Spec
+	for _, s := range c.Specs() {
+		if slices.Contains(roles, s.Role) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Tensor is a tensor in host memory, little-endian.
+type Tensor struct {
+	Spec
+	Data []byte
+}
+
+// Tensors allocates host tensors for specs, scratch filled with its
+// initial value and the rest zeroed.
+func Tensors(specs []Spec) map[string]*Tensor {
+	m := map[string]*Tensor{}
+	for _, s := range specs {
+		t := &Tensor{Spec: s, Data: make([]byte, s.Bytes())}
+		if s.Role == Scratch && s.Init != 0 {
+			for i := 0; i < s.Elems(); i++ {
+				t.Set(i, float64(s.Init))
+			}
+		}
+		m[s.Name] = t
+	}
+	return m
+}
+
+// MaxElems is the most elements a tensor may have: 64-bit indexing steps
+// up to one tile past the last element, and device pointers hold 48 bits.
+const MaxElems = 1 << 46
+
+// maxI32Elems is the most elements a tensor indexed in 32 bits may have:
+// index arithmetic steps up to one tile past the last element.
+const maxI32Elems = math.MaxInt32 - ir.MaxTileElems
+
+// CheckOptions fills in defaults and refuses unknown options and values.
+func (op *Op) CheckOptions(o Options) (Options, error) {
+	out := Options{}
+	for _, opt := range op.Options {
+		v, ok := o[opt.Name]
+		if !ok {
+			v = opt.Default
+		}
+		if !slices.Contains(opt.Values, v) {
+			return nil, fmt.Errorf("%s: option %s=%s: want one of %s", op.Name, opt.Name, v, strings.Join(opt.Values, ", "))
+		}
+		out[opt.Name] = v
+	}
+	for _, n := range slices.Sorted(maps.Keys(o)) {
+		if _, ok := out[n]; !ok {
+			var names []string
+			for _, opt := range op.Options {
+				names = append(names, opt.Name)
+			}
+			return nil, fmt.Errorf("%s: unknown option %s (options: %s)", op.Name, n, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// NewCall checks a target, shape and options, and makes the call without
+// a schedule.
+func (op *Op) NewCall(t *target.Target, sh Shape, o Options) (*Call, error) {
+	o, err := op.CheckOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	c := &Call{Op: op, Target: t, Shape: sh, Options: o, Index: ir.I32}
+	if fam, ok := o["fp8"]; ok {
+		if c.Format, err = t.FP8(fam); err != nil {
+			return nil, err
+		}
+	}
+	if err := op.checkShape(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkShape: every size given, positive and known; every tensor small
+// enough to index; the index width chosen.
+func (op *Op) checkShape(c *Call) error {
+	sh := c.Shape
 	for _, n := range op.Sizes {
 		v, ok := sh[n]
 		if !ok {
@@ -148,47 +433,52 @@ func (op *Op) CheckShape(sh Shape, o Options) error {
 			return fmt.Errorf("%s: size %s=%d must be positive", op.Name, n, v)
 		}
 	}
-	for n := range sh {
+	for _, n := range slices.Sorted(maps.Keys(sh)) {
 		if !slices.Contains(op.Sizes, n) {
 			return fmt.Errorf("%s: unknown size %s (want %s)", op.Name, n, strings.Join(op.Sizes, ","))
 		}
 	}
-	for _, s := range op.Inputs(sh, o) {
-		// Offsets are i32 and run up to a tile past the last element.
-		elems := big.NewInt(1)
-		for _, d := range s.Shape {
-			elems.Mul(elems, big.NewInt(int64(d)))
+	env := c.env()
+	for _, t := range op.Tensors {
+		elems := int64(1)
+		for _, e := range t.Shape {
+			d, err := e.Eval(env)
+			if err != nil {
+				return fmt.Errorf("%s: %s's shape at %v: %v", op.Name, t.Name, sh, err)
+			}
+			if d <= 0 || elems > MaxElems/d {
+				return fmt.Errorf("%s: %s of %v elements at %v: more than %d", op.Name, t.Name, e, sh, int64(MaxElems))
+			}
+			elems *= d
 		}
-		if elems.Cmp(big.NewInt(MaxElems)) > 0 {
-			return fmt.Errorf("%s: %s of shape %v has %v elements: too many for the kernels' 32-bit indexing (at most %d)", op.Name, s.Name, s.Shape, elems, MaxElems)
+		if elems > maxI32Elems {
+			c.Index = ir.I64
 		}
-	}
-	if o.In != ir.BF16 && o.In != ir.F32 {
-		return fmt.Errorf("%s: input type %v: want bf16 or f32", op.Name, o.In)
 	}
 	return nil
 }
 
 // Step is one planned launch.
 type Step struct {
-	Kernel     *Kernel
-	Func       *ir.Func
-	Params     schedule.Params
-	Resources  schedule.Resources
-	Grid       [3]int
-	Candidates []schedule.Candidate
-	Div        map[string]int // size specialization the kernel was compiled for
+	Kernel    *Kernel
+	Func      *ir.Func
+	Resources schedule.Resources
+	Grid      [3]int
+	Div       map[string]int // size specialization the kernel was compiled for
 }
 
-// Plan is an op made concrete for a target and shape.
+// Plan is an op made concrete for a target, shape and options, with a
+// schedule and lowered kernels.
 type Plan struct {
-	Op      *Op
-	Target  *target.Target
-	Shape   Shape
-	Options Options
-	Format  *fp8.Format
-	Steps   []*Step
+	*Call
+	Steps []*Step
+	// Candidates are the points tried before the chosen one (which is
+	// last), each rejected candidate with its reason.
+	Candidates []schedule.Candidate
 }
+
+// Params is the plan's schedule.
+func (p *Plan) Params() schedule.Params { return p.Schedule }
 
 // Divisors is the specialization of a shape: for each size, the largest
 // power of two up to 16 that divides it. Kernels are compiled per value.
@@ -204,98 +494,171 @@ func Divisors(sh Shape) map[string]int {
 	return d
 }
 
-// Build writes and lowers one kernel at one schedule.
-func (op *Op) Build(k *Kernel, t *target.Target, sh Shape, o Options, s schedule.Params, cfg *lower.Config) (*ir.Func, error) {
-	f, err := t.FP8(o.Family)
-	if err != nil {
-		return nil, err
+// Point evaluates a candidate: its knobs in order, each assignment reading
+// the sizes, the target and the knobs before it.
+func (c *Call) Point(cand Candidate) (schedule.Params, error) {
+	env := c.env()
+	p := schedule.Params{}
+	for _, a := range cand {
+		v, err := a.Value.Eval(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: candidate %s: %v", c.Op.Name, a.Knob, err)
+		}
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return nil, fmt.Errorf("%s: candidate %s=%d out of range", c.Op.Name, a.Knob, v)
+		}
+		p[a.Knob] = int(v)
+		env[a.Knob] = v
 	}
-	if _, ok := s["WARPS"]; !ok {
-		return nil, fmt.Errorf("schedule %v has no WARPS", s)
+	return p, nil
+}
+
+// Space is the candidate points at this call, most preferred first.
+func (c *Call) Space() ([]schedule.Params, error) {
+	var out []schedule.Params
+	for _, cand := range c.Op.Candidates {
+		p, err := c.Point(cand)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
-	b := ir.NewBuilder(k.Name, t)
-	k.Build(b, s, sh, o, f)
+	return out, nil
+}
+
+// CheckSchedule holds a point to the knobs' domains and the op's
+// constraints, before anything is built.
+func (c *Call) CheckSchedule(p schedule.Params) error {
+	env := schedule.Env(c.Target)
+	for k, v := range c.Shape.env() {
+		env[k] = v
+	}
+	return schedule.CheckPoint(p, c.Op.Knobs, c.Op.Constraints, env, c.Target)
+}
+
+// Build writes and lowers one kernel at the call's schedule.
+func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
+	b := ir.NewBuilder(k.Name, c.Target)
+	b.SetIndex(c.Index)
+	k.Build(b, c)
 	fn, err := b.Func()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k.Name, err)
 	}
-	c := *cfg
-	c.Warps = s["WARPS"]
-	if c.Div == nil {
-		c.Div = Divisors(sh)
+	cc := *cfg
+	cc.Warps = c.Knob("WARPS")
+	if cc.Div == nil {
+		cc.Div = Divisors(c.Shape)
 	}
-	if err := lower.Run(fn, &c); err != nil {
+	if err := lower.Run(fn, &cc); err != nil {
 		return nil, err
 	}
 	return fn, nil
 }
 
-// NewPlan picks a schedule for every kernel of op: override if given (it
-// must be feasible), else the first feasible candidate of the kernel's
-// space.
+// With is the call at another schedule.
+func (c *Call) With(p schedule.Params) *Call {
+	d := *c
+	d.Schedule = p
+	return &d
+}
+
+// NewPlan makes a call and picks a schedule for it: override, merged into
+// the first candidate, if given (it must be feasible); else the first
+// feasible candidate. A point outside the knobs' domains or the op's
+// constraints is refused before anything is lowered.
 func (op *Op) NewPlan(t *target.Target, sh Shape, o Options, override schedule.Params) (*Plan, error) {
-	if err := op.CheckShape(sh, o); err != nil {
-		return nil, err
-	}
-	f, err := t.FP8(o.Family)
+	c, err := op.NewCall(t, sh, o)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Op: op, Target: t, Shape: sh, Options: o, Format: f}
-	for _, k := range op.Kernels {
-		step := &Step{Kernel: k, Div: Divisors(sh)}
-		space := k.Space(t, sh)
-		if len(override) > 0 {
-			var merged []schedule.Params
-			for _, c := range space[:1] {
-				m := c.Clone()
-				for n, v := range override {
-					if _, ok := m[n]; !ok {
-						return nil, fmt.Errorf("%s: schedule knob %s unknown (knobs: %v)", k.Name, n, c)
-					}
-					m[n] = v
-				}
-				merged = append(merged, m)
-			}
-			space = merged
+	space, err := c.Space()
+	if err != nil {
+		return nil, err
+	}
+	if len(override) > 0 {
+		m := space[0].Clone()
+		maps.Copy(m, override)
+		if err := c.CheckSchedule(m); err != nil {
+			return nil, err
 		}
-		for _, s := range space {
-			cand := schedule.Candidate{Params: s}
-			fn, err := op.Build(k, t, sh, o, s, &lower.Config{})
+		space = []schedule.Params{m}
+	}
+	var cands []schedule.Candidate
+	for _, s := range space {
+		cand := schedule.Candidate{Params: s}
+		p, err := c.With(s).Plan()
+		if err == nil {
+			p.Candidates = append(cands, cand)
+			return p, nil
+		}
+		cand.Reject = err
+		cands = append(cands, cand)
+	}
+	var why []string
+	for _, cd := range cands {
+		why = append(why, fmt.Sprintf("%v: %v", cd.Params, cd.Reject))
+	}
+	return nil, fmt.Errorf("%s on %s at %v: no feasible schedule:\n  %s", op.Name, t.Name, sh, strings.Join(why, "\n  "))
+}
+
+// Plan builds every kernel at the call's schedule, after holding it to the
+// knobs' domains and the constraints, and checks the resources.
+func (c *Call) Plan() (*Plan, error) {
+	if err := c.CheckSchedule(c.Schedule); err != nil {
+		return nil, err
+	}
+	p := &Plan{Call: c}
+	env := c.env()
+	for _, k := range c.Op.Kernels {
+		fn, err := c.Build(k, &lower.Config{})
+		if err != nil {
+			return nil, err
+		}
+		r := schedule.Measure(fn)
+		if err := schedule.Check(r, c.Target); err != nil {
+			return nil, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		s := &Step{Kernel: k, Func: fn, Resources: r, Div: Divisors(c.Shape)}
+		for i, g := range k.Grid {
+			v, err := g.Eval(env)
 			if err != nil {
-				cand.Reject = err
-			} else {
-				cand.Resources = schedule.Measure(fn)
-				cand.Reject = schedule.Check(cand.Resources, t)
+				return nil, fmt.Errorf("%s: grid: %w", k.Name, err)
 			}
-			step.Candidates = append(step.Candidates, cand)
-			if cand.Reject == nil && step.Func == nil {
-				step.Func, step.Params, step.Resources = fn, s, cand.Resources
-				if len(override) == 0 {
-					break
-				}
+			if v < 0 || v > math.MaxInt32 {
+				return nil, fmt.Errorf("%s: grid %v = %d along axis %d: more programs than a launch takes", k.Name, g, v, i)
 			}
+			s.Grid[i] = int(v)
 		}
-		if step.Func == nil {
-			var why []string
-			for _, c := range step.Candidates {
-				why = append(why, fmt.Sprintf("%v: %v", c.Params, c.Reject))
-			}
-			return nil, fmt.Errorf("%s on %s at %v: no feasible schedule:\n  %s", k.Name, t.Name, sh, strings.Join(why, "\n  "))
+		if err := c.bindArgs(fn); err != nil {
+			return nil, err
 		}
-		step.Grid = k.Grid(t, sh, step.Params)
-		p.Steps = append(p.Steps, step)
+		p.Steps = append(p.Steps, s)
 	}
 	return p, nil
 }
 
-// Tensors allocates zeroed host tensors for specs.
-func Tensors(specs []Spec) map[string]*Tensor {
-	m := map[string]*Tensor{}
-	for _, s := range specs {
-		m[s.Name] = &Tensor{Spec: s, Data: make([]byte, s.Bytes())}
+// bindArgs checks that every kernel argument is one of the op's tensors
+// (of its element type) or sizes.
+func (c *Call) bindArgs(fn *ir.Func) error {
+	specs := map[string]Spec{}
+	for _, s := range c.Specs() {
+		specs[s.Name] = s
 	}
-	return m
+	for _, p := range fn.Params {
+		n := p.ArgName()
+		if p.Op == ir.OpSize {
+			if !slices.Contains(c.Op.Sizes, n) {
+				return fmt.Errorf("BUG: %s: size argument %s is not a size of %s", fn.Name, n, c.Op.Name)
+			}
+			continue
+		}
+		s, ok := specs[n]
+		if !ok || s.DType != p.Type.DType.Elem() {
+			return fmt.Errorf("BUG: %s: argument %s <%v> is not a tensor of %s", fn.Name, n, p.Type.DType, c.Op.Name)
+		}
+	}
+	return nil
 }
 
 // Args lists a step's kernel arguments in parameter order: tensor data for
@@ -305,51 +668,58 @@ func (s *Step) Args(sh Shape, tensors map[string]*Tensor) ([]any, error) {
 	for _, p := range s.Func.Params {
 		switch p.Op {
 		case ir.OpParam:
-			t, ok := tensors[p.Name]
+			t, ok := tensors[p.ArgName()]
 			if !ok {
-				return nil, fmt.Errorf("BUG: no tensor %s for %s", p.Name, s.Func.Name)
+				return nil, fmt.Errorf("no tensor %s for %s", p.ArgName(), s.Func.Name)
 			}
 			args = append(args, t.Data)
 		case ir.OpSize:
-			args = append(args, sh[p.Name])
+			args = append(args, sh[p.ArgName()])
 		}
 	}
 	return args, nil
 }
 
-func cdiv(a, b int) int { return (a + b - 1) / b }
-
-func pow2AtLeast(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
-	}
-	return p
+// WithOutputs returns the inputs with the outputs and scratch, freshly
+// allocated (scratch at its initial value), added; and those alone.
+func (c *Call) WithOutputs(in map[string]*Tensor) (all, out map[string]*Tensor) {
+	out = Tensors(c.SpecsOf(Output, Scratch))
+	all = maps.Clone(in)
+	maps.Copy(all, out)
+	return all, out
 }
 
-// WithOutputs returns the inputs with the plan's outputs, freshly allocated
-// and zeroed, added; and the outputs alone.
-func (p *Plan) WithOutputs(in map[string]*Tensor) (all, out map[string]*Tensor) {
-	out = Tensors(p.Op.Outputs(p.Shape, p.Options, p.Format))
-	all = map[string]*Tensor{}
-	for k, v := range in {
-		all[k] = v
+// IdealBytes is the traffic of an ideal kernel: each input read once and
+// each output written once (scratch not counted).
+func (c *Call) IdealBytes() int {
+	n := 0
+	for _, s := range c.SpecsOf(Input, Output) {
+		n += s.Bytes()
 	}
-	for k, v := range out {
-		all[k] = v
+	return n
+}
+
+// CeilingPct is the percentage of copy bandwidth the op can reach.
+func (c *Call) CeilingPct() float64 {
+	v, err := c.Op.Ceiling.Eval(c.env())
+	if err != nil {
+		panic("BUG: " + err.Error())
 	}
-	return all, out
+	return float64(v)
 }
 
 // Compare checks outputs against the reference bit for bit and describes
 // the first difference of each tensor.
 func Compare(want, got map[string]*Tensor) error {
 	var errs []error
-	names := slices.Sorted(maps.Keys(want))
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(want)) {
 		w, g := want[n], got[n]
 		if g == nil {
 			errs = append(errs, fmt.Errorf("%s: missing", n))
+			continue
+		}
+		if len(w.Data) != len(g.Data) {
+			errs = append(errs, fmt.Errorf("%s: %d bytes, want %d", n, len(g.Data), len(w.Data)))
 			continue
 		}
 		bad, first := 0, -1
@@ -362,9 +732,31 @@ func Compare(want, got map[string]*Tensor) error {
 			}
 		}
 		if bad > 0 {
-			errs = append(errs, fmt.Errorf("%s: %d of %d bytes differ from the reference; first at byte %d (element %d): want %#02x, got %#02x",
-				n, bad, len(w.Data), first, first/w.DType.Bytes(), w.Data[first], g.Data[first]))
+			size := w.DType.Bytes()
+			e := first / size
+			errs = append(errs, fmt.Errorf("%s: %d of %d bytes differ from the reference; first in element %d%s: want %s, got %s",
+				n, bad, len(w.Data), e, w.index(e), w.show(e), g.show(e)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// index is element i's multi-index, e.g. " [3 7]".
+func (t *Tensor) index(i int) string {
+	if len(t.Shape) < 2 {
+		return ""
+	}
+	idx := make([]int, len(t.Shape))
+	for d := len(t.Shape) - 1; d >= 0; d-- {
+		idx[d] = i % t.Shape[d]
+		i /= t.Shape[d]
+	}
+	return " " + fmt.Sprint(idx)
+}
+
+// show is element i's bits and value.
+func (t *Tensor) show(i int) string {
+	b := t.Bits(i)
+	size := t.DType.Bytes()
+	return fmt.Sprintf("%#0*x (%s)", 2+2*size, b, strconv.FormatFloat(t.Float(i), 'g', -1, 64))
 }

@@ -2,11 +2,13 @@ package ops
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
-	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -34,6 +36,10 @@ func compare(t *testing.T, want, got map[string]*Tensor) {
 	}
 }
 
+// The option sets every test runs: the defaults (bf16 in, e4m3, exact
+// scales), and f32 in, e5m2 out, power-of-two scales.
+var optionSets = []Options{{}, {"in": "f32", "fp8": "e5m2", "pow2": "true"}}
+
 func TestOpsInterpMatchReference(t *testing.T) {
 	shapes := []Shape{{"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 64, "K": 256}, {"M": 33, "K": 1000}, {"M": 130, "K": 17}}
 	for _, tname := range target.Names() {
@@ -41,17 +47,15 @@ func TestOpsInterpMatchReference(t *testing.T) {
 		for _, name := range Names() {
 			op, _ := Lookup(name)
 			for _, sh := range shapes {
-				for _, o := range []Options{DefaultOptions(), {In: ir.F32, Family: "e5m2", Pow2: true}} {
+				for _, o := range optionSets {
 					for _, adv := range []bool{false, true} {
-						t.Run(fmt.Sprintf("%s/%s/%v/%v/%s/adv=%v", tname, name, sh, o.In, o.Family, adv), func(t *testing.T) {
+						t.Run(fmt.Sprintf("%s/%s/%v/%v/adv=%v", tname, name, sh, o, adv), func(t *testing.T) {
 							p, err := op.NewPlan(tg, sh, o, nil)
 							if err != nil {
 								t.Fatal(err)
 							}
-							in := Inputs(op, sh, o, p.Format, 7, adv)
-							want := op.Reference(in, sh, o, p.Format)
-							got := runInterp(t, p, in)
-							compare(t, want, got)
+							in := Inputs(p.Call, 7, adv)
+							compare(t, op.Reference(p.Call, in), runInterp(t, p, in))
 						})
 					}
 				}
@@ -60,30 +64,118 @@ func TestOpsInterpMatchReference(t *testing.T) {
 	}
 }
 
-// TestEverySchedule runs each op at each feasible schedule of its space.
+// TestEverySchedule runs each op at each candidate of its space that is
+// feasible at a small odd shape.
 func TestEverySchedule(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	sh := Shape{"M": 40, "K": 72}
 	for _, name := range Names() {
 		op, _ := Lookup(name)
-		for ki, k := range op.Kernels {
-			for _, s := range k.Space(tg, Shape{"M": 4096, "K": 4096}) {
-				if _, err := op.Build(k, tg, sh, DefaultOptions(), s, &lower.Config{Verify: true}); err != nil {
-					t.Errorf("%s %v: %v", k.Name, s, err)
+		c, err := op.NewCall(tg, Shape{"M": 4096, "K": 4096}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		space, err := c.Space()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range space {
+			t.Run(fmt.Sprintf("%s/%v", name, s), func(t *testing.T) {
+				p, err := op.NewPlan(tg, sh, nil, s)
+				if err != nil {
+					t.Skipf("infeasible here: %v", err)
 				}
-				if ki > 0 {
-					continue
-				}
-				t.Run(fmt.Sprintf("%s/%v", name, s), func(t *testing.T) {
-					p, err := op.NewPlan(tg, sh, DefaultOptions(), s)
-					if err != nil {
-						t.Skipf("infeasible here: %v", err)
-					}
-					in := Inputs(op, sh, p.Options, p.Format, 3, true)
-					compare(t, op.Reference(in, sh, p.Options, p.Format), runInterp(t, p, in))
-				})
-			}
+				in := Inputs(p.Call, 3, true)
+				compare(t, op.Reference(p.Call, in), runInterp(t, p, in))
+			})
 		}
 	}
-	_ = schedule.Params{}
+}
+
+// Past 2^31 elements the kernels index in 64 bits; below, in 32. Forced
+// to 64 bits at a small shape, they compute the same bits.
+func TestIndexWidth(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	for _, name := range Names() {
+		op, _ := Lookup(name)
+		small, err := op.NewPlan(tg, Shape{"M": 70, "K": 90}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if small.Index != ir.I32 {
+			t.Errorf("%s: index %v at 70x90; want i32", name, small.Index)
+		}
+		big, err := op.NewCall(tg, Shape{"M": 1 << 16, "K": 1 << 15}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if big.Index != ir.I64 {
+			t.Errorf("%s: index %v at 2^31 elements; want i64", name, big.Index)
+		}
+		c := small.Call.With(small.Schedule)
+		c.Index = ir.I64
+		p, err := c.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wide := false
+		for _, s := range p.Steps {
+			for _, prm := range s.Func.Params {
+				wide = wide || prm.Op == ir.OpSize && prm.Type.DType == ir.I64
+			}
+		}
+		if !wide {
+			t.Errorf("%s: forced to i64, the kernels take no i64 sizes", name)
+		}
+		in := Inputs(p.Call, 9, true)
+		compare(t, op.Reference(p.Call, in), runInterp(t, p, in))
+	}
+}
+
+// The schedules the issue names are refused before anything is lowered,
+// each naming the knob and its bound.
+func TestBadSchedulesRefusedFast(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	sh := Shape{"M": 4096, "K": 4096}
+	for _, tt := range []struct {
+		op    *Op
+		sched schedule.Params
+		want  string
+	}{
+		{Rowwise, schedule.Params{"WARPS": 1 << 62}, "schedule knob WARPS=4611686018427387904: want a power of two in [1, 32] on sm_90"},
+		{Rowwise, schedule.Params{"BLOCK_K": 1 << 31}, "schedule knob BLOCK_K=2147483648: want a power of two in [1, 65536] on sm_90"},
+		{Rowwise, schedule.Params{"ROWS": 1 << 31}, "schedule knob ROWS=2147483648: want a power of two in [1, 64] on sm_90"},
+		{Rowwise, schedule.Params{"BLOCK_K": 1 << 20}, "BLOCK_K=1048576: want a power of two in [1, 65536]"},
+		{Rowwise, schedule.Params{"BLOCK_K": 1024}, "a one-pass schedule (LOOP=0) holds the whole row: BLOCK_K must be at least K"},
+		{Rowwise, schedule.Params{"LOOP": 2}, "schedule knob LOOP=2: want 0 or 1"},
+		{Rowwise, schedule.Params{"WARPS": 3}, "WARPS=3: want a power of two"},
+		{Rowwise, schedule.Params{"ROWS": 64, "BLOCK_K": 4096}, "a tile holds at most 65536 elements"},
+		{Rowwise, schedule.Params{"NOPE": 1}, "schedule knob NOPE unknown (knobs: WARPS, ROWS, BLOCK_K, LOOP)"},
+		{Colwise, schedule.Params{"BLOCK_M": 4096, "BLOCK_K": 4096}, "a tile holds at most 65536 elements"},
+		{Tensorwise, schedule.Params{"BLOCK": 1 << 40}, "BLOCK=1099511627776"},
+	} {
+		start := time.Now()
+		_, err := tt.op.NewPlan(tg, sh, nil, tt.sched)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s %v: %v; want %q", tt.op.Name, tt.sched, err, tt.want)
+		}
+		if d := time.Since(start); d > 50*time.Millisecond {
+			t.Errorf("%s %v: refused in %v; want well under a second", tt.op.Name, tt.sched, d)
+		}
+	}
+}
+
+// Every description reads only its own sizes, knobs and the target.
+func TestDescriptionsCheck(t *testing.T) {
+	for _, name := range Names() {
+		op, _ := Lookup(name)
+		if err := op.check(); err != nil {
+			t.Error(err)
+		}
+	}
+	bad := *Rowwise
+	bad.Kernels = []*Kernel{{Name: "k", Grid: [3]expr.Expr{e("cdiv(M, ROWZ)"), e("1"), e("1")}}}
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "reads ROWZ, which is no size, knob or target fact") {
+		t.Errorf("a grid reading ROWZ: %v", err)
+	}
 }

@@ -1,26 +1,155 @@
-// Package schedule holds the knobs of a kernel — block threads, tile sizes,
-// rows per program — as plain data, the limits a point must respect on a
-// target, and the rule that picks one point among the feasible ones.
+// Package schedule holds the knobs of a kernel — waves per block, tile
+// sizes, rows per program — as typed data: each knob declares its domain
+// (a power of two in a range, a range, a flag), and an op states the
+// constraints between its knobs and its sizes. CheckPoint holds a point to
+// both before anything is lowered, so a bad point is refused in
+// microseconds with the knob and the bound it breaks; Check then holds the
+// lowered kernel's resources to the target's limits.
 //
-// A schedule never changes what a kernel computes, only how the work is cut.
-// Ops propose candidates in their order of preference, shaped by the target
-// (waves per block so that threads are a multiple of the wavefront, tiles
-// that fit the problem); each candidate is lowered, its resources estimated
-// from the lowered kernel, and checked here. The rule for now: the first
-// feasible candidate in the op's order wins; each rejected candidate carries
-// the limit that rejected it.
+// A schedule never changes what a kernel computes, only how the work is
+// cut — except the association of float sums (see package ops). Ops
+// propose candidates in their order of preference; the first feasible one
+// wins, and each rejected candidate carries the limit that rejected it.
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/target"
 )
+
+// Kind is the shape of a knob's domain.
+type Kind int
+
+const (
+	Pow2Range Kind = iota // a power of two in [Lo, Hi]
+	IntRange              // an integer in [Lo, Hi]
+	Flag                  // 0 or 1
+)
+
+// Domain is the set of values a knob may take; its bounds are expressions
+// of the target (WAVE, MAXBLOCK, …).
+type Domain struct {
+	Kind   Kind
+	Lo, Hi expr.Expr
+}
+
+// Pow2 is the domain of powers of two in [lo, hi].
+func Pow2(lo, hi string) Domain {
+	return Domain{Kind: Pow2Range, Lo: expr.MustParse(lo), Hi: expr.MustParse(hi)}
+}
+
+// Range is the domain of integers in [lo, hi].
+func Range(lo, hi string) Domain {
+	return Domain{Kind: IntRange, Lo: expr.MustParse(lo), Hi: expr.MustParse(hi)}
+}
+
+// Bool is the domain {0, 1}.
+func Bool() Domain { return Domain{Kind: Flag, Lo: expr.Int(0), Hi: expr.Int(1)} }
+
+// String describes the domain with its bounds evaluated in env.
+func (d Domain) String(env expr.Env) string {
+	lo, err1 := d.Lo.Eval(env)
+	hi, err2 := d.Hi.Eval(env)
+	if err1 != nil || err2 != nil {
+		return fmt.Sprintf("[%v, %v]", d.Lo, d.Hi)
+	}
+	switch d.Kind {
+	case Pow2Range:
+		return fmt.Sprintf("a power of two in [%d, %d]", lo, hi)
+	case Flag:
+		return "0 or 1"
+	}
+	return fmt.Sprintf("an integer in [%d, %d]", lo, hi)
+}
+
+// Contains reports whether x lies in the domain.
+func (d Domain) Contains(x int64, env expr.Env) (bool, error) {
+	lo, err := d.Lo.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	hi, err := d.Hi.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	if x < lo || x > hi {
+		return false, nil
+	}
+	return d.Kind != Pow2Range || x > 0 && x&(x-1) == 0, nil
+}
+
+// Knob is one schedule parameter of an op.
+type Knob struct {
+	Name   string
+	Doc    string
+	Domain Domain
+}
+
+// Constraint is a condition a point must meet, with what it means when it
+// does not.
+type Constraint struct {
+	Cond expr.Expr
+	Why  string
+}
+
+// Env is what knob bounds and constraints may read of a target.
+func Env(t *target.Target) expr.Env {
+	return expr.Env{"WAVE": int64(t.WaveSize), "MAXBLOCK": int64(t.MaxBlock), "CUS": int64(t.CUs),
+		"LDS": int64(t.LDSBytes), "L2": int64(t.L2Bytes), "MAXWAVES": int64(t.MaxWaves)}
+}
+
+// CheckPoint holds a point to the knobs' domains and the constraints, in
+// env (sizes and target facts): every knob given, none unknown, each in
+// its domain, every constraint met. It lowers nothing, so it is fast.
+func CheckPoint(p Params, knobs []Knob, cons []Constraint, env expr.Env, t *target.Target) error {
+	var errs []error
+	full := maps.Clone(env)
+	for _, k := range knobs {
+		x, ok := p[k.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("schedule knob %s missing", k.Name))
+			continue
+		}
+		full[k.Name] = int64(x)
+		in, err := k.Domain.Contains(int64(x), env)
+		if err != nil {
+			return fmt.Errorf("BUG: domain of %s: %v", k.Name, err)
+		}
+		if !in {
+			errs = append(errs, fmt.Errorf("schedule knob %s=%d: want %s on %s", k.Name, x, k.Domain.String(env), t.Name))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(p)) {
+		if !slices.ContainsFunc(knobs, func(k Knob) bool { return k.Name == n }) {
+			var names []string
+			for _, k := range knobs {
+				names = append(names, k.Name)
+			}
+			errs = append(errs, fmt.Errorf("schedule knob %s unknown (knobs: %s)", n, strings.Join(names, ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, c := range cons {
+		ok, err := c.Cond.Eval(full)
+		if err != nil {
+			return fmt.Errorf("constraint %v: %v", c.Cond, err)
+		}
+		if ok == 0 {
+			return fmt.Errorf("schedule %v breaks %q: %s", p, c.Cond, c.Why)
+		}
+	}
+	return nil
+}
 
 // Params is a schedule: named integers such as WARPS=8, BLOCK_K=4096.
 type Params map[string]int

@@ -18,17 +18,37 @@ import (
 	"github.com/fp8gen/fp8gen/schedule"
 )
 
-// defaultShapes are the realistic shapes the benchmark times (M x K).
-var defaultShapes = map[string]string{
-	"rowwise_cast":    "8192x8192,16384x8192,32768x4096,4096x14336",
-	"tensorwise_cast": "8192x8192,16384x8192,32768x4096,4096x14336",
-	"colwise_cast":    "8192x8192,16384x4096,4096x14336",
+// shapeText is a shape as bench writes it: the sizes in the op's order,
+// joined by x ("8192x8192" for M, K).
+func shapeText(op *ops.Op, sh ops.Shape) string {
+	var d []string
+	for _, n := range op.Sizes {
+		d = append(d, strconv.Itoa(sh[n]))
+	}
+	return strings.Join(d, "x")
+}
+
+// parseShapeText reads shapeText's form.
+func parseShapeText(op *ops.Op, s string) (ops.Shape, error) {
+	parts := strings.Split(strings.TrimSpace(s), "x")
+	if len(parts) != len(op.Sizes) {
+		return nil, usagef("--shapes: %q is not %s", s, strings.Join(op.Sizes, "x"))
+	}
+	sh := ops.Shape{}
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, usagef("--shapes: %q is not %s", s, strings.Join(op.Sizes, "x"))
+		}
+		sh[op.Sizes[i]] = v
+	}
+	return sh, nil
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--out DIR] [--peers auto|off]", stderr)
-	opList := fs.String("ops", "rowwise_cast,tensorwise_cast,colwise_cast", "ops to time")
-	shapes := fs.String("shapes", "", "shapes MxK,… for every op (default: each op's realistic set)")
+	opList := fs.String("ops", strings.Join(ops.Names(), ","), "ops to time")
+	shapes := fs.String("shapes", "", "shapes for every op, sizes joined by x: MxK,… (default: each op's realistic set)")
 	outDir := fs.String("out", "bench/results", "folder for the JSON rows, the table and the plot")
 	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
 	python := fs.String("python", "python3", "python with torch for the peers")
@@ -40,6 +60,40 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if _, err := parse(fs, args, false); err != nil {
 		return err
 	}
+	if *peers != "auto" && *peers != "on" && *peers != "off" {
+		return usagef("--peers %q: want auto, on or off", *peers)
+	}
+	if *warm < 0 || *iters < 1 {
+		return usagef("--warm %d --iters %d: want warm ≥ 0 and iters ≥ 1", *warm, *iters)
+	}
+	sm, err := parseKV("--schedule", *sched)
+	if err != nil {
+		return err
+	}
+	var jobs []job
+	var peerJobs []opShapes
+	for _, name := range strings.Split(*opList, ",") {
+		op, err := ops.Lookup(strings.TrimSpace(name))
+		if err != nil {
+			return usageError{err}
+		}
+		var list []string
+		if *shapes == "" {
+			for _, sh := range op.Bench {
+				list = append(list, shapeText(op, sh))
+			}
+		} else {
+			list = strings.Split(*shapes, ",")
+		}
+		peerJobs = append(peerJobs, opShapes{op.Name, strings.Join(list, ",")})
+		for _, s := range list {
+			sh, err := parseShapeText(op, s)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, job{op, sh, strings.TrimSpace(s)})
+		}
+	}
 	g, err := backend.OpenGPU()
 	if err != nil {
 		return fmt.Errorf("bench needs a GPU: %w", err)
@@ -48,46 +102,23 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	gpu := g.Dev.Props().Name
 	date := time.Now().UTC().Format("2006-01-02")
 
-	var jobs []job
-	var peerJobs []opShapes
-	for _, name := range strings.Split(*opList, ",") {
-		op, err := ops.Lookup(strings.TrimSpace(name))
-		if err != nil {
-			return usageError{err}
-		}
-		list := *shapes
-		if list == "" {
-			list = defaultShapes[op.Name]
-		}
-		peerJobs = append(peerJobs, opShapes{op.Name, list})
-		for _, s := range strings.Split(list, ",") {
-			m, k, ok := strings.Cut(strings.TrimSpace(s), "x")
-			mi, err1 := strconv.Atoi(m)
-			ki, err2 := strconv.Atoi(k)
-			if !ok || err1 != nil || err2 != nil {
-				return usagef("--shapes: %q is not MxK", s)
-			}
-			jobs = append(jobs, job{op, ops.Shape{"M": mi, "K": ki}, s})
-		}
-	}
-
 	var rows []bench.Row
 	prog := bench.NewProgress(stderr, len(jobs), "bench")
 	for _, j := range jobs {
 		prog.Step(j.op.Name + " " + j.text)
-		of := opFlags{shape: fmt.Sprintf("M=%d,K=%d", j.shape["M"], j.shape["K"]), sched: *sched, in: "bf16", family: "e4m3"}
+		override := schedule.Params(sm)
 		if *sweep {
 			best, err := sweepSchedules(g, j, *warm, *iters, stdout)
 			if err != nil {
 				return err
 			}
-			of.sched = best.String()
+			override = best
 		}
-		p, err := of.plan(j.op.Name, g.T)
+		p, err := j.op.NewPlan(g.T, j.shape, nil, override)
 		if err != nil {
-			return err
+			return usageError{err}
 		}
-		in := ops.Inputs(j.op, p.Shape, p.Options, p.Format, 1, false)
+		in := ops.Inputs(p.Call, 1, false)
 		all, out := p.WithOutputs(in)
 		pr, err := g.Prepare(context.Background(), p, all)
 		if err != nil {
@@ -103,28 +134,28 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if err := pr.Download(all); err != nil {
 				return err
 			}
-			if err := ops.Compare(j.op.Reference(in, p.Shape, p.Options, p.Format), out); err != nil {
+			if err := ops.Compare(j.op.Reference(p.Call, in), out); err != nil {
 				return fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
 			}
 		}
 		var sp []string
 		for i, s := range p.Steps {
 			a := pr.Attrs[i]
-			sp = append(sp, fmt.Sprintf("%s(%v; %d regs, %d B local, %d B LDS)", s.Func.Name, s.Params, a.Regs, a.LocalBytes, s.Resources.LDSBytes))
+			sp = append(sp, fmt.Sprintf("%s(%v; %d regs, %d B local, %d B LDS)", s.Func.Name, p.Schedule, a.Regs, a.LocalBytes, s.Resources.LDSBytes))
 		}
 		t, err := pr.Time(*warm, *iters)
 		pr.Free()
 		if err != nil {
 			return err
 		}
-		bytes := idealBytes(p)
+		bytes := p.IdealBytes()
 		ct, err := g.CopyTime(bytes/2, *warm, *iters)
 		if err != nil {
 			return err
 		}
 		gbs := float64(bytes) / t.Seconds() / 1e9
 		copyGBs := float64(bytes) / ct.Seconds() / 1e9
-		ceil := j.op.Ceiling(g.T, p.Shape, paramsOf(p))
+		ceil := p.CeilingPct() / 100
 		rows = append(rows,
 			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplFP8Gen, TimeUS: us(t), Bytes: int64(bytes), GBPerS: gbs,
 				PctCopy: 100 * gbs / copyGBs, PctCeiling: 100 * gbs / copyGBs / ceil, GPU: gpu, Date: date, Schedule: strings.Join(sp, " ")},
@@ -171,29 +202,7 @@ type job struct {
 
 type opShapes struct{ op, shapes string }
 
-func paramsOf(p *ops.Plan) []schedule.Params {
-	var out []schedule.Params
-	for _, s := range p.Steps {
-		out = append(out, s.Params)
-	}
-	return out
-}
-
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
-// idealBytes: each input read once, each output written once (scratch not counted).
-func idealBytes(p *ops.Plan) int {
-	n := 0
-	for _, s := range p.Op.Inputs(p.Shape, p.Options) {
-		n += s.Bytes()
-	}
-	for _, s := range p.Op.Outputs(p.Shape, p.Options, p.Format) {
-		if !s.Zero {
-			n += s.Bytes()
-		}
-	}
-	return n
-}
 
 func slug(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -252,13 +261,21 @@ func findPeers() (string, error) {
 func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedule.Params, error) {
 	var best schedule.Params
 	bestT := time.Duration(1<<63 - 1)
-	for _, s := range j.op.Kernels[0].Space(g.T, j.shape) {
-		p, err := j.op.NewPlan(g.T, j.shape, ops.DefaultOptions(), s)
+	c, err := j.op.NewCall(g.T, j.shape, nil)
+	if err != nil {
+		return nil, err
+	}
+	space, err := c.Space()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range space {
+		p, err := j.op.NewPlan(g.T, j.shape, nil, s)
 		if err != nil {
 			fmt.Fprintf(w, "  sweep %s %s %v: infeasible: %v\n", j.op.Name, j.text, s, strings.ReplaceAll(err.Error(), "\n", " "))
 			continue
 		}
-		in := ops.Inputs(j.op, p.Shape, p.Options, p.Format, 1, false)
+		in := ops.Inputs(p.Call, 1, false)
 		all, _ := p.WithOutputs(in)
 		pr, err := g.Prepare(context.Background(), p, all)
 		if err != nil {
@@ -273,7 +290,7 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 		if err != nil {
 			return nil, err
 		}
-		gbs := float64(idealBytes(p)) / t.Seconds() / 1e9
+		gbs := float64(p.IdealBytes()) / t.Seconds() / 1e9
 		fmt.Fprintf(w, "  sweep %-15s %-10s %-45v %8.1f us %6.0f GB/s  (%s)\n", j.op.Name, j.text, s, us(t), gbs, strings.Join(attrs, "; "))
 		if t < bestT {
 			best, bestT = s, t

@@ -19,13 +19,12 @@ import (
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
-	"github.com/fp8gen/fp8gen/target"
 )
 
 func cmdIR(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ir", "ir OP [--after PASS] [--target T] [--shape M=…,K=…] [--schedule …]", stderr)
 	var of opFlags
-	of.register(fs, "M=4096,K=4096")
+	of.register(fs, "")
 	after := fs.String("after", "", "print the IR after this lowering pass: "+strings.Join(lower.PassNames(), ", ")+" (default: before lowering)")
 	kernel := fs.String("kernel", "", "only this kernel of the op")
 	name, err := parse(fs, args, true)
@@ -39,7 +38,6 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t := p.Target
 	var names []string
 	for _, s := range p.Steps {
 		names = append(names, s.Func.Name)
@@ -47,50 +45,54 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if *kernel != "" && !slices.Contains(names, *kernel) {
 		return usagef("--kernel %s: %s has the kernels %s", *kernel, name, strings.Join(names, ", "))
 	}
+	var sb strings.Builder
 	for _, s := range p.Steps {
 		if *kernel != "" && s.Func.Name != *kernel {
 			continue
 		}
 		var out string
-		cfg := &lower.Config{Verify: true, After: func(pass string, f *ir.Func) {
-			if pass == *after {
-				out = f.String()
-			}
-		}}
 		if *after == "" {
-			cfg = nil
-		}
-		b := ir.NewBuilder(s.Kernel.Name, t)
-		s.Kernel.Build(b, s.Params, p.Shape, p.Options, p.Format)
-		f, err := b.Func()
-		if err != nil {
-			return err
-		}
-		if cfg != nil {
-			cfg.Warps = s.Params["WARPS"]
-			cfg.Div = s.Div
-			if err := lower.Run(f, cfg); err != nil {
+			b := ir.NewBuilder(s.Kernel.Name, p.Target)
+			b.SetIndex(p.Index)
+			s.Kernel.Build(b, p.Call)
+			f, err := b.Func()
+			if err != nil {
 				return err
 			}
-		} else {
 			out = f.String()
+		} else {
+			cfg := &lower.Config{Verify: true, After: func(pass string, f *ir.Func) {
+				if pass == *after {
+					out = f.String()
+				}
+			}}
+			if _, err := p.Call.Build(s.Kernel, cfg); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(stdout, "// %s\n%s\n", backend.Comment(p, s), out)
+		fmt.Fprintf(&sb, "// %s\n%s\n", backend.Comment(p, s), out)
 	}
-	return nil
+	_, err = io.WriteString(stdout, sb.String())
+	return err
 }
 
 func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("emit", "emit OP --target T [--shape M=…,K=…] [--schedule k=v,…] [-o FILE]", stderr)
 	var of opFlags
-	of.register(fs, "M=4096,K=4096")
-	out := fs.String("o", "", "write to FILE (atomically) instead of stdout")
+	of.register(fs, "")
+	out := fs.String("o", "", "write to FILE (atomically; through a symlink to its target) instead of stdout")
 	name, err := parse(fs, args, true)
 	if err != nil {
 		return err
 	}
 	if of.target == "" {
-		return usagef("--target is required (one of %s)", strings.Join(target.Names(), ", "))
+		return usagef("--target is required (one of %s)", "gfx942, gfx950, sm_90")
+	}
+	path := *out
+	if path != "" {
+		if path, err = outputFile(path); err != nil {
+			return err
+		}
 	}
 	p, err := of.planFor(name)
 	if err != nil {
@@ -106,21 +108,43 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
+	if path == "" {
 		_, err := io.WriteString(stdout, u.Source)
 		return err
 	}
-	return atomicfile.WriteFile(*out, []byte(u.Source))
+	return atomicfile.WriteFile(path, []byte(u.Source))
+}
+
+// outputFile is where -o FILE writes: FILE, or the target of a symlink
+// FILE; a folder, FIFO or device is refused before any work.
+func outputFile(path string) (string, error) {
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	fi, err := os.Stat(real)
+	switch {
+	case err == nil && fi.IsDir():
+		return "", usagef("-o %s is a folder", path)
+	case err == nil && !fi.Mode().IsRegular():
+		return "", usagef("-o %s is a %v, not a regular file", path, fi.Mode().Type())
+	case err != nil && !os.IsNotExist(err):
+		return "", usagef("-o %s: %v", path, err)
+	}
+	if di, err := os.Stat(filepath.Dir(real)); err != nil || !di.IsDir() {
+		return "", usagef("-o %s: folder %s does not exist", path, filepath.Dir(real))
+	}
+	return real, nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "run OP --shape M=…,K=… [--device auto|cpu|gpu] [--target T] [--in x=FILE.npy] [--out DIR]", stderr)
+	fs := newFlags("run", "run OP --shape M=…,K=… [--device auto|cpu|gpu] [--target T] [--in NAME=FILE.npy] [--out DIR]", stderr)
 	var of opFlags
 	of.register(fs, "")
 	device := fs.String("device", "auto", "auto (GPU if one is found, else the CPU interpreter), cpu or gpu")
-	var inputs multiFlag
-	fs.Var(&inputs, "in", "read an input from .npy: x=FILE (float32, or uint16 holding bf16 bits); repeatable")
-	outDir := fs.String("out", "", "write every output to DIR/NAME.npy (fp8 as uint8, scales as float32)")
+	inputs := kvFlag{form: "NAME=FILE"}
+	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable")
+	outDir := fs.String("out", "", "write every output to DIR/NAME.npy (all or none)")
 	seed := fs.Uint64("seed", 1, "seed of the generated inputs")
 	adv := fs.Bool("adversarial", false, "plant zeros, ±Inf, NaN, subnormals and values past the format max in the inputs")
 	name, err := parse(fs, args, true)
@@ -131,31 +155,25 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	files, err := readInputs(op, inputs)
+	if *device != "auto" && *device != "cpu" && *device != "gpu" {
+		return usagef("--device %q: want auto, cpu or gpu", *device)
+	}
+	files, err := readInputs(op, inputs.kv)
 	if err != nil {
 		return err
 	}
-	// Shape and input type follow the files when they are given.
-	if x, ok := files["x"]; ok {
-		if len(x.Shape) != 2 {
-			return usagef("--in x: shape %v: want 2 dimensions (M, K)", x.Shape)
-		}
-		fileShape := ops.Shape{"M": x.Shape[0], "K": x.Shape[1]}
-		if of.shape == "" {
-			of.shape = fileShape.String()
-		} else if sh, err := parseShape(of.shape); err != nil || sh.String() != fileShape.String() {
-			return usagef("--shape %s does not match x's shape %v in the file", of.shape, x.Shape)
-		}
-		of.in = map[string]string{"<f4": "f32", "<u2": "bf16"}[x.Dtype]
+	if err := of.fromFiles(op, files, inputs.kv); err != nil {
+		return err
 	}
 	if of.shape == "" {
-		return usagef("--shape is required (e.g. --shape M=4096,K=4096) unless --in x=FILE gives it")
+		return usagef("--shape is required (e.g. --shape M=4096,K=4096) unless --in files give it")
+	}
+	if _, err := lookupTarget(of.target); err != nil {
+		return err
 	}
 	var be backend.Backend
 	note := ""
-	switch *device {
-	case "cpu":
-	case "gpu", "auto":
+	if *device != "cpu" {
 		g, err := backend.OpenGPU()
 		switch {
 		case err == nil:
@@ -169,28 +187,38 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		default:
 			note = " interpreter (no GPU found)"
 		}
-	default:
-		return usagef("--device %q: want auto, cpu or gpu", *device)
 	}
 	if be == nil {
-		t, err := lookupTarget(of.target)
-		if err != nil {
-			return err
-		}
+		t, _ := lookupTarget(of.target)
 		be = backend.CPU{T: t}
 	}
 	p, err := of.plan(name, be.Target())
 	if err != nil {
 		return err
 	}
-	in := ops.Inputs(op, p.Shape, p.Options, p.Format, *seed, *adv)
-	for n, a := range files {
-		t, ok := in[n]
-		if !ok {
-			return usagef("--in %s: %s has no input %s", n, op.Name, n)
+	if _, cpu := be.(backend.CPU); cpu {
+		total := 0
+		for _, s := range p.Specs() {
+			total += s.Bytes()
 		}
-		if len(a.Data) != len(t.Data) {
-			return usagef("--in %s: %d bytes, want %d for %v %v", n, len(a.Data), len(t.Data), t.DType, t.Shape)
+		if total > maxInterpBytes {
+			return usagef("%s at %v moves %d bytes: more than the interpreter runs in reasonable time (%d); use a GPU or a smaller shape", op.Name, p.Shape, total, maxInterpBytes)
+		}
+	}
+	if *outDir != "" {
+		created, err := prepareOut(*outDir)
+		if err != nil {
+			return err
+		}
+		if created {
+			defer os.Remove(*outDir) // only if still empty: the run failed
+		}
+	}
+	in := ops.Inputs(p.Call, *seed, *adv)
+	for n, a := range files {
+		t := in[n]
+		if !slices.Equal(a.Shape, t.Shape) {
+			return usagef("--in %s: shape %v, but %s wants %v at %v", n, a.Shape, op.Name, t.Shape, p.Shape)
 		}
 		copy(t.Data, a.Data)
 	}
@@ -199,46 +227,142 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	want := op.Reference(in, p.Shape, p.Options, p.Format)
+	want := op.Reference(p.Call, in)
 	mismatch := ops.Compare(want, out)
 
-	// Report.
-	bytes := 0
-	for _, s := range op.Inputs(p.Shape, p.Options) {
-		bytes += s.Bytes()
+	var sb strings.Builder
+	format := ""
+	if p.Format != nil {
+		format = fmt.Sprintf(", %s (max %g)", p.Format.Name, p.Format.Max)
 	}
-	for _, s := range op.Outputs(p.Shape, p.Options, p.Format) {
-		if !s.Zero {
-			bytes += s.Bytes()
-		}
+	var ins []string
+	for _, s := range p.SpecsOf(ops.Input) {
+		ins = append(ins, fmt.Sprintf("%s %v%v", s.Name, s.DType, s.Shape))
 	}
-	fmt.Fprintf(stdout, "%s %v on %s%s, target %s, %s (max %g), x %v\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, p.Format.Name, p.Format.Max, p.Options.In)
+	fmt.Fprintf(&sb, "%s %v on %s%s, target %s%s, %v indexing; inputs %s\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, format, p.Index, strings.Join(ins, ", "))
 	for _, s := range p.Steps {
-		fmt.Fprintf(stdout, "  kernel %-16s schedule %v  grid %d  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, s.Params, s.Grid[0], s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
+		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
 	}
+	bytes := p.IdealBytes()
 	gbs := float64(bytes) / st.Elapsed.Seconds() / 1e9
-	fmt.Fprintf(stdout, "  time %v, %.3g GB/s over %d ideal bytes", st.Elapsed.Round(time.Microsecond), gbs, bytes)
+	fmt.Fprintf(&sb, "  time %v, %.3g GB/s over %d ideal bytes", st.Elapsed.Round(time.Microsecond), gbs, bytes)
 	if st.Compile > 0 || st.Hits > 0 {
-		fmt.Fprintf(stdout, " (JIT %v, %d cache hits)", st.Compile.Round(time.Millisecond), st.Hits)
+		fmt.Fprintf(&sb, " (JIT %v, %d cache hits)", st.Compile.Round(time.Millisecond), st.Hits)
 	}
-	fmt.Fprintln(stdout)
-	abs, rel := quantError(ops.Floats(in["x"]), op.Dequantize(out, p.Shape, p.Format))
-	fmt.Fprintf(stdout, "  quantization error over finite x: max |x - q·inv_scale| = %.4g, relative to |x| max %.4g\n", abs, rel)
+	sb.WriteByte('\n')
+	if op.Dequantize != nil {
+		abs, rel := quantError(in["x"].Floats(), op.Dequantize(p.Call, out))
+		fmt.Fprintf(&sb, "  quantization error over finite x: max |x - q·inv_scale| = %.4g, relative to |x| max %.4g\n", abs, rel)
+	}
 	if mismatch == nil {
-		fmt.Fprintln(stdout, "  check: bit-exact against the reference")
+		sb.WriteString("  check: bit-exact against the reference\n")
 	} else {
-		fmt.Fprintf(stdout, "  check: MISMATCH\n%v\n", mismatch)
+		fmt.Fprintf(&sb, "  check: MISMATCH\n%v\n", mismatch)
 	}
 	if *outDir != "" {
 		if err := writeOutputs(*outDir, out); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "  wrote %d outputs to %s\n", len(out), *outDir)
+		fmt.Fprintf(&sb, "  wrote %d outputs to %s\n", len(out), *outDir)
+	}
+	if _, err := io.WriteString(stdout, sb.String()); err != nil {
+		return err
 	}
 	if mismatch != nil {
 		return fmt.Errorf("outputs differ from the reference")
 	}
 	return nil
+}
+
+// maxInterpBytes bounds the tensors of a run in the interpreter, which
+// moves a few tens of MB a second.
+const maxInterpBytes = 1 << 30
+
+// fromFiles takes the shape, and the options that name element types, from
+// the input files where the flags leave them open, and refuses files that
+// contradict the flags or the op.
+func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]string) error {
+	path := map[string]string{}
+	for _, kv := range paths {
+		path[kv[0]] = kv[1]
+	}
+	sizes := ops.Shape{}
+	optSet := map[string]string{}
+	for _, t := range op.Tensors {
+		a, ok := files[t.Name]
+		if !ok {
+			continue
+		}
+		if len(a.Shape) != len(t.Shape) {
+			return usagef("--in %s: %s has shape %v: want %d dimensions (%s)", t.Name, path[t.Name], a.Shape, len(t.Shape), dims(t))
+		}
+		for i, e := range t.Shape {
+			if n := e.Names(); len(n) == 1 && e.String() == n[0] {
+				if v, ok := sizes[n[0]]; ok && v != a.Shape[i] {
+					return usagef("--in %s: size %s=%d, another input gives %d", t.Name, n[0], a.Shape[i], v)
+				}
+				sizes[n[0]] = a.Shape[i]
+			}
+		}
+		dt := map[string]string{npy.Float32: "f32", npy.Uint16: "bf16", npy.Int32: "i32", npy.Int64: "i64", npy.Uint8: "fp8"}[a.Dtype]
+		if !strings.HasPrefix(t.DType, "{") {
+			if dt != t.DType {
+				return usagef("--in %s: %s holds %s (%s); %s is %s", t.Name, path[t.Name], a.Dtype, dt, t.Name, t.DType)
+			}
+			continue
+		}
+		opt := strings.Trim(t.DType, "{}")
+		i := slices.IndexFunc(op.Options, func(x ops.Option) bool { return x.Name == opt })
+		if i < 0 || !slices.Contains(op.Options[i].Values, dt) {
+			return usagef("--in %s: %s holds %s (%s); %s takes %s", t.Name, path[t.Name], a.Dtype, dt, t.Name, strings.Join(op.Options[i].Values, " or "))
+		}
+		flagName := map[string]string{"in": "in-dtype"}[opt]
+		switch {
+		case flagName != "" && o.set(flagName) && o.in != dt:
+			return usagef("--in %s: %s holds %s, but --%s %s", t.Name, path[t.Name], dt, flagName, o.in)
+		case flagName != "":
+			o.in = dt
+			o.fs.Set(flagName, dt)
+		default:
+			optSet[opt] = dt
+		}
+	}
+	for k, v := range optSet {
+		if err := o.opts.Set(k + "=" + v); err != nil {
+			return usagef("--in: option %s: %v", k, err)
+		}
+	}
+	if len(sizes) == 0 {
+		return nil
+	}
+	if o.shape == "" {
+		if len(sizes) == len(op.Sizes) {
+			o.shape = sizes.String()
+		}
+		return nil // else --shape must give the rest
+	}
+	sh, err := parseShape(o.shape)
+	if err != nil {
+		return err
+	}
+	for _, t := range op.Tensors {
+		if a, ok := files[t.Name]; ok {
+			for i, e := range t.Shape {
+				if n := e.Names(); len(n) == 1 && e.String() == n[0] && sh[n[0]] != a.Shape[i] {
+					return usagef("--shape %s does not match %s's shape %v in %s", o.shape, t.Name, a.Shape, path[t.Name])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func dims(t ops.Arg) string {
+	var d []string
+	for _, e := range t.Shape {
+		d = append(d, e.String())
+	}
+	return strings.Join(d, ", ")
 }
 
 func quantError(x, y []float32) (abs, rel float64) {
@@ -257,55 +381,88 @@ func quantError(x, y []float32) (abs, rel float64) {
 	return abs, rel
 }
 
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
-
-func readInputs(op *ops.Op, flags []string) (map[string]*npy.Array, error) {
+func readInputs(op *ops.Op, kv [][2]string) (map[string]*npy.Array, error) {
 	out := map[string]*npy.Array{}
-	for _, f := range flags {
-		name, path, ok := strings.Cut(f, "=")
-		if !ok {
-			return nil, usagef("--in %q: want NAME=FILE.npy", f)
+	for _, f := range kv {
+		name, path := f[0], f[1]
+		if !slices.ContainsFunc(op.Tensors, func(t ops.Arg) bool { return t.Name == name && t.Role == ops.Input }) {
+			var ins []string
+			for _, t := range op.Tensors {
+				if t.Role == ops.Input {
+					ins = append(ins, t.Name)
+				}
+			}
+			return nil, usagef("--in %s: %s has no input %s (inputs: %s)", name, op.Name, name, strings.Join(ins, ", "))
 		}
 		a, err := npy.ReadFile(path)
 		if err != nil {
 			return nil, usagef("--in %s: %v", name, err)
-		}
-		if a.Dtype != "<f4" && a.Dtype != "<u2" {
-			return nil, usagef("--in %s: %s holds %s: want float32 (<f4) or bf16 bits as uint16 (<u2)", name, path, a.Dtype)
 		}
 		out[name] = a
 	}
 	return out, nil
 }
 
-// writeOutputs writes each output as .npy, fp8 bytes as uint8 and scales as
-// float32, each file atomically.
-func writeOutputs(dir string, out map[string]*ops.Tensor) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// prepareOut makes sure --out is a folder that can be written, before the
+// run: created if missing (created reports it); a file, or a path through
+// one, is refused.
+func prepareOut(dir string) (created bool, err error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return false, usagef("--out %s is not a folder", dir)
+	case err != nil && !os.IsNotExist(err):
+		return false, usagef("--out %s: %v", dir, err)
+	case err != nil:
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return false, usagef("--out %s: %v", dir, err)
+		}
+		created = true
 	}
-	names := slices.Sorted(maps.Keys(out))
-	for _, n := range names {
+	f, err := os.CreateTemp(dir, ".fp8gen-probe-*")
+	if err != nil {
+		if created {
+			os.Remove(dir)
+		}
+		return false, usagef("--out %s: cannot write there: %v", dir, err)
+	}
+	f.Close()
+	return created, os.Remove(f.Name())
+}
+
+// npyDtype is how a tensor's elements are stored in .npy.
+func npyDtype(d ir.DType) string {
+	switch d.K {
+	case ir.KFP8:
+		return npy.Uint8
+	case ir.KBF16:
+		return npy.Uint16
+	case ir.KF32:
+		return npy.Float32
+	case ir.KI32:
+		return npy.Int32
+	case ir.KI64:
+		return npy.Int64
+	}
+	panic("BUG: no .npy dtype for " + d.String())
+}
+
+// writeOutputs writes each output as .npy, all or none.
+func writeOutputs(dir string, out map[string]*ops.Tensor) error {
+	var set atomicfile.Set
+	for _, n := range slices.Sorted(maps.Keys(out)) {
 		t := out[n]
-		var a *npy.Array
-		switch t.DType.K {
-		case ir.KFP8:
-			a = npy.FromUint8(t.Shape, t.Data)
-		case ir.KF32:
-			a = &npy.Array{Dtype: "<f4", Shape: t.Shape, Data: t.Data}
-		default:
-			return fmt.Errorf("BUG: output %s of type %v", n, t.DType)
-		}
 		var buf bytes.Buffer
-		if err := npy.Write(&buf, a); err != nil {
+		if err := npy.Write(&buf, &npy.Array{Dtype: npyDtype(t.DType), Shape: t.Shape, Data: t.Data}); err != nil {
+			set.Abort()
 			return err
 		}
-		if err := atomicfile.WriteFile(filepath.Join(dir, n+".npy"), buf.Bytes()); err != nil {
-			return err
+		if err := set.Stage(filepath.Join(dir, n+".npy"), buf.Bytes()); err != nil {
+			return fmt.Errorf("writing %s: %w (no output written)", n, err)
 		}
+	}
+	if err := set.Commit(); err != nil {
+		return fmt.Errorf("writing the outputs: %w (none written)", err)
 	}
 	return nil
 }

@@ -7,8 +7,11 @@
 //	fp8gen run OP --shape M=…,K=…                run, check against the reference, report
 //	fp8gen bench                                 time against a device copy and PyTorch
 //
-// Misuse (an unknown op, target or flag, a bad shape or schedule) is one line
-// on stderr and exit status 2; a failed run or a mismatch is exit status 1.
+// Every command works from the op's description (package ops): its sizes,
+// options, tensors and schedule knobs. Misuse (an unknown op, target or
+// flag, a bad shape, option or schedule) is one line on stderr and exit
+// status 2; a failed run or a mismatch is exit status 1; a broken internal
+// invariant is printed as BUG with its stack and exits 3.
 package main
 
 import (
@@ -17,10 +20,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
@@ -47,9 +51,17 @@ var commands = []struct {
 func main() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // Main runs the command line and returns the exit status.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "fp8gen: BUG: %v\n%s", r, debug.Stack())
+			code = 3
+		}
+	}()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		topUsage(stdout)
+		if err := topUsage(stdout); err != nil {
+			return 1
+		}
 		if len(args) == 0 {
 			return 2
 		}
@@ -57,14 +69,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			err := c.run(args[1:], stdout, stderr)
+			out := &checked{w: stdout}
+			err := c.run(args[1:], out, stderr)
+			if err == nil {
+				err = out.err
+			}
 			switch {
 			case err == nil:
 				return 0
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			case errors.As(err, new(usageError)):
-				fmt.Fprintf(stderr, "fp8gen %s: %v\n", c.name, err)
+				fmt.Fprintf(stderr, "fp8gen %s: %v\n", c.name, oneLine(err))
 				return 2
 			}
 			fmt.Fprintf(stderr, "fp8gen %s: %v\n", c.name, err)
@@ -75,23 +91,62 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func topUsage(w io.Writer) {
-	fmt.Fprintln(w, "fp8gen generates the memory-bound kernels of FP8 training.\n\nUsage: fp8gen COMMAND [OP] [flags]\n\nCommands:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
+// checked remembers the first failed write to stdout, so that a command
+// whose output is lost does not exit 0.
+type checked struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checked) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
 	}
-	fmt.Fprintln(w, "\nRun fp8gen COMMAND --help for its flags.")
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = fmt.Errorf("writing the output: %w", err)
+	}
+	return n, err
+}
+
+// oneLine joins a multi-line message (a list of rejected schedules) with
+// "; " so that misuse stays one line.
+func oneLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, "; ")
+}
+
+func topUsage(w io.Writer) error {
+	var sb strings.Builder
+	sb.WriteString("fp8gen generates the memory-bound kernels of FP8 training.\n\nUsage: fp8gen COMMAND [OP] [flags]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&sb, "  %-6s %s\n", c.name, c.summary)
+	}
+	sb.WriteString("\nRun fp8gen COMMAND --help for its flags.\n")
+	_, err := io.WriteString(w, sb.String())
+	return err
 }
 
 // parse reads flags with an optional leading positional OP, so that both
-// "fp8gen emit OP --target T" and "fp8gen emit --target T OP" work.
+// "fp8gen emit OP --target T" and "fp8gen emit --target T OP" work. A bad
+// flag is one line; --help prints the flags.
 func parse(fs *flag.FlagSet, args []string, wantOp bool) (string, error) {
 	op := ""
 	if wantOp && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		op, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard) // the error comes back once, as one line
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return "", err
 		}
 		return "", usageError{err}
@@ -119,54 +174,120 @@ func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// kvFlag is a repeatable NAME=VALUE flag; a repeated NAME is refused.
+type kvFlag struct {
+	form string // how a value is written, for messages: NAME=VALUE if empty
+	kv   [][2]string
+}
+
+func (m *kvFlag) String() string {
+	var s []string
+	for _, kv := range m.kv {
+		s = append(s, kv[0]+"="+kv[1])
+	}
+	return strings.Join(s, " ")
+}
+
+func (m *kvFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		form := m.form
+		if form == "" {
+			form = "NAME=VALUE"
+		}
+		return fmt.Errorf("%q: want %s", s, form)
+	}
+	for _, kv := range m.kv {
+		if kv[0] == k {
+			return fmt.Errorf("%s given twice", k)
+		}
+	}
+	m.kv = append(m.kv, [2]string{k, v})
+	return nil
+}
+
 // opFlags are the flags every op command shares.
 type opFlags struct {
+	fs                               *flag.FlagSet
 	target, shape, sched, in, family string
 	pow2                             bool
+	opts                             kvFlag
 }
 
 func (o *opFlags) register(fs *flag.FlagSet, defShape string) {
+	o.fs = fs
 	fs.StringVar(&o.target, "target", "", "target: "+strings.Join(target.Names(), ", ")+" (default: the GPU's, else sm_90)")
-	fs.StringVar(&o.shape, "shape", defShape, "problem size, e.g. M=4096,K=4096")
+	fs.StringVar(&o.shape, "shape", defShape, "problem size, e.g. M=4096,K=4096 (default: the op's example shape)")
 	fs.StringVar(&o.sched, "schedule", "", "override schedule knobs, e.g. WARPS=8,ROWS=1")
-	fs.StringVar(&o.in, "in-dtype", "bf16", "element type of x: bf16 or f32")
-	fs.StringVar(&o.family, "fp8", "e4m3", "fp8 family: e4m3 or e5m2 (the format itself comes from the target)")
-	fs.BoolVar(&o.pow2, "pow2", false, "round scales down to powers of two")
+	fs.StringVar(&o.in, "in-dtype", "bf16", "element type of x: bf16 or f32 (the option in)")
+	fs.StringVar(&o.family, "fp8", "e4m3", "fp8 family: e4m3 or e5m2; the format itself comes from the target (the option fp8)")
+	fs.BoolVar(&o.pow2, "pow2", false, "round scales down to powers of two (the option pow2)")
+	fs.Var(&o.opts, "opt", "set an option of the op: NAME=VALUE (repeatable; fp8gen list shows them)")
 }
 
-func (o *opFlags) options() (ops.Options, error) {
-	opt := ops.Options{Family: o.family, Pow2: o.pow2}
-	switch o.in {
-	case "bf16":
-		opt.In = ir.BF16
-	case "f32":
-		opt.In = ir.F32
-	default:
-		return opt, usagef("--in-dtype %q: want bf16 or f32", o.in)
-	}
-	if o.family != "e4m3" && o.family != "e5m2" {
-		return opt, usagef("--fp8 %q: want e4m3 or e5m2", o.family)
-	}
-	return opt, nil
+// set reports whether a flag was given on the command line.
+func (o *opFlags) set(name string) bool {
+	given := false
+	o.fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
-func parseShape(s string) (ops.Shape, error) {
-	sh := ops.Shape{}
+// options collects the op's options from --opt and the shorthand flags,
+// refusing a shorthand for an option the op does not have and one given
+// twice.
+func (o *opFlags) options(op *ops.Op) (ops.Options, error) {
+	opts := ops.Options{}
+	for _, kv := range o.opts.kv {
+		opts[kv[0]] = kv[1]
+	}
+	for _, f := range []struct{ flag, opt, val string }{
+		{"in-dtype", "in", o.in}, {"fp8", "fp8", o.family}, {"pow2", "pow2", strconv.FormatBool(o.pow2)},
+	} {
+		if !o.set(f.flag) {
+			continue
+		}
+		if !slices.ContainsFunc(op.Options, func(x ops.Option) bool { return x.Name == f.opt }) {
+			return nil, usagef("--%s: %s has no option %s", f.flag, op.Name, f.opt)
+		}
+		if _, dup := opts[f.opt]; dup {
+			return nil, usagef("--%s and --opt %s=… both set the option %s", f.flag, f.opt, f.opt)
+		}
+		opts[f.opt] = f.val
+	}
+	if _, err := op.CheckOptions(opts); err != nil {
+		return nil, usageError{err}
+	}
+	return opts, nil
+}
+
+// parseKV reads "NAME=INT,NAME=INT" for what (a flag), refusing a
+// repeated name.
+func parseKV(what, s string) (map[string]int, error) {
+	out := map[string]int{}
 	if strings.TrimSpace(s) == "" {
-		return sh, nil
+		return out, nil
 	}
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, usagef("--shape %q: %q is not NAME=VALUE", s, kv)
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, usagef("%s %q: %q is not NAME=VALUE", what, s, kv)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
-			return nil, usagef("--shape %q: %s=%s is not an integer", s, k, v)
+			return nil, usagef("%s %q: %s=%s is not an integer", what, s, k, v)
 		}
-		sh[strings.TrimSpace(k)] = n
+		if _, dup := out[k]; dup {
+			return nil, usagef("%s %q: %s given twice", what, s, k)
+		}
+		out[k] = n
 	}
-	return sh, nil
+	return out, nil
+}
+
+func parseShape(s string) (ops.Shape, error) {
+	m, err := parseKV("--shape", s)
+	return ops.Shape(m), err
 }
 
 // plan resolves op, target, shape, options and schedule into a plan.
@@ -175,22 +296,26 @@ func (o *opFlags) plan(opName string, t *target.Target) (*ops.Plan, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	sh, err := parseShape(o.shape)
+	sh := op.Example
+	if o.shape != "" {
+		if sh, err = parseShape(o.shape); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := o.options(op)
 	if err != nil {
 		return nil, err
 	}
-	opt, err := o.options()
+	sm, err := parseKV("--schedule", o.sched)
 	if err != nil {
 		return nil, err
 	}
-	s, err := schedule.Parse(o.sched)
-	if err != nil {
-		return nil, usageError{err}
+	for k, v := range sm {
+		if v < 0 {
+			return nil, usagef("--schedule: %s=%d is negative", k, v)
+		}
 	}
-	if err := op.CheckShape(sh, opt); err != nil {
-		return nil, usageError{err}
-	}
-	p, err := op.NewPlan(t, sh, opt, s)
+	p, err := op.NewPlan(t, sh, opts, schedule.Params(sm))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -222,20 +347,39 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	if _, err := parse(fs, args, false); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "Ops:")
+	var sb strings.Builder
+	sb.WriteString("Ops:\n")
 	for _, n := range ops.Names() {
 		op, _ := ops.Lookup(n)
-		var ks []string
+		var ks, ts, os []string
 		for _, k := range op.Kernels {
 			ks = append(ks, k.Name)
 		}
-		fmt.Fprintf(stdout, "  %-16s %s\n  %-16s sizes %s; kernels %s\n", n, op.Doc, "", strings.Join(op.Sizes, ","), strings.Join(ks, ", "))
+		for _, t := range op.Tensors {
+			var dims []string
+			for _, e := range t.Shape {
+				dims = append(dims, e.String())
+			}
+			ts = append(ts, fmt.Sprintf("%s %s %s[%s]", t.Role, t.Name, t.DType, strings.Join(dims, ", ")))
+		}
+		for _, o := range op.Options {
+			os = append(os, fmt.Sprintf("%s=%s (%s)", o.Name, o.Default, strings.Join(o.Values, "|")))
+		}
+		var knobs []string
+		for _, k := range op.Knobs {
+			knobs = append(knobs, k.Name)
+		}
+		fmt.Fprintf(&sb, "  %-16s %s\n", n, op.Doc)
+		fmt.Fprintf(&sb, "  %-16s sizes %s; kernels %s\n", "", strings.Join(op.Sizes, ","), strings.Join(ks, ", "))
+		fmt.Fprintf(&sb, "  %-16s tensors %s\n", "", strings.Join(ts, "; "))
+		fmt.Fprintf(&sb, "  %-16s options %s; schedule knobs %s\n", "", strings.Join(os, ", "), strings.Join(knobs, ", "))
 	}
-	fmt.Fprintln(stdout, "\nTargets:")
+	sb.WriteString("\nTargets:\n")
 	for _, n := range target.Names() {
 		t, _ := target.Lookup(n)
-		fmt.Fprintf(stdout, "  %-7s %-9s %-6s wave %d, LDS %d KiB, %d regs/lane, %d CUs, e4m3 = %s (max %g), e5m2 = %s\n",
+		fmt.Fprintf(&sb, "  %-7s %-9s %-6s wave %d, LDS %d KiB, %d regs/lane, %d CUs, e4m3 = %s (max %g), e5m2 = %s\n",
 			n, t.Product, t.Vendor, t.WaveSize, t.LDSBytes>>10, t.RegsLane, t.CUs, t.E4M3.Name, t.E4M3.Max, t.E5M2.Name)
 	}
-	return nil
+	_, err := io.WriteString(stdout, sb.String())
+	return err
 }

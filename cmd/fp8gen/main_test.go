@@ -270,7 +270,11 @@ func TestEmitErrors(t *testing.T) {
 	}{
 		{[]string{"emit", "rowwise_cast"}, []string{"--target is required", "gfx942", "gfx950", "sm_90"}},
 		{[]string{"emit", "rowwise_cast", "--target", "sm_99"}, []string{`"sm_99"`, "gfx942, gfx950, sm_90"}},
-		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=64", "-o", out}, []string{"WARPS=64", "4096 threads", "> 1024", "gfx942"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=64", "-o", out}, []string{"schedule knob WARPS=64: want a power of two in [1, 16] on gfx942"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=4611686018427387904", "-o", out}, []string{"WARPS=4611686018427387904: want a power of two in [1, 16]"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "BLOCK_K=1024", "-o", out}, []string{"BLOCK_K must be at least K"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "LOOP=2", "-o", out}, []string{"LOOP=2: want 0 or 1"}},
+		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=2,WARPS=4", "-o", out}, []string{"WARPS given twice"}},
 		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "NOPE=1", "-o", out}, []string{"NOPE", "WARPS"}},
 		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS"}, []string{"WARPS"}},
 		{[]string{"emit", "nosuch", "--target", "gfx942"}, []string{`"nosuch"`, "rowwise_cast"}},
@@ -423,7 +427,11 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{[]string{"run", "rowwise_cast", "--shape", "M=0,K=4"}, []string{"M=0"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=-2,K=4"}, []string{"M=-2"}},
-		{[]string{"run", "rowwise_cast", "--shape", "M=70000,K=70000"}, []string{"32-bit indexing"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=70000,K=70000", "--device", "cpu"}, []string{"the interpreter", "14700280000 bytes"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4,M=5"}, []string{"M given twice"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--opt", "eps=1"}, []string{"unknown option eps"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--opt", "in=f32", "--in-dtype", "bf16"}, []string{"both set the option in"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--in", "x=a.npy", "--in", "x=b.npy"}, []string{"x given twice"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4"}, []string{"K", "missing"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4,N=4"}, []string{"N"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=four,K=4"}, []string{"M=four"}},
@@ -433,7 +441,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "nope"}, []string{`"nope"`, "auto, cpu or gpu"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--target", "sm_99"}, []string{"sm_99"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--in-dtype", "f16"}, []string{"f16"}},
-		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--schedule", "WARPS=64", "--target", "gfx942"}, []string{"no feasible schedule"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--schedule", "WARPS=64", "--target", "gfx942"}, []string{"WARPS=64: want a power of two in [1, 16] on gfx942"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--in", "x"}, []string{"NAME=FILE"}},
 		{[]string{"run", "rowwise_cast", "--in", "x=" + filepath.Join(t.TempDir(), "none.npy")}, []string{"none.npy"}},
 	}
@@ -483,18 +491,28 @@ func TestBenchNeedsGPU(t *testing.T) {
 	want(t, args, code, 2, errs, "bogus")
 }
 
+// colwiseCall is colwise_cast on sm_90 at m×k with x of type in.
+func colwiseCall(t *testing.T, in ir.DType, m, k int) *ops.Call {
+	t.Helper()
+	tg, _ := target.Lookup("sm_90")
+	c, err := ops.Colwise.NewCall(tg, ops.Shape{"M": m, "K": k}, ops.Options{"in": in.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // input makes x of shape m×k holding adversarial values, with +Inf, a
 // signaling NaN and a subnormal planted where the seed may not put them.
 func input(t *testing.T, in ir.DType, m, k int) (*ops.Tensor, *npy.Array) {
 	t.Helper()
-	op, _ := ops.Lookup("colwise_cast")
-	o := ops.Options{In: in, Family: "e4m3"}
-	x := ops.Inputs(op, ops.Shape{"M": m, "K": k}, o, fp8.E4M3FN, 11, true)["x"]
+	c := colwiseCall(t, in, m, k)
+	x := ops.Inputs(c, 11, true)["x"]
 	if in == ir.F32 {
 		for i, bits := range map[int]uint32{0*k + 5: 0x7f800000, 3*k + 6: 0x7f810000, 4*k + 7: 0x00000123, 5*k + 8: 0x80400000} {
 			binary.LittleEndian.PutUint32(x.Data[4*i:], bits)
 		}
-		return x, npy.FromFloat32([]int{m, k}, ops.Floats(x))
+		return x, npy.FromFloat32([]int{m, k}, x.Floats())
 	}
 	for i, bits := range map[int]uint16{0*k + 5: 0x7f80, 3*k + 6: 0x7f81, 4*k + 7: 0x0012, 5*k + 8: 0x8040} {
 		binary.LittleEndian.PutUint16(x.Data[2*i:], bits)
@@ -521,10 +539,9 @@ func TestRunNPYRoundTrip(t *testing.T) {
 			outDir := filepath.Join(dir, "out")
 			args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--out", outDir)
 			code, out, errs := fp8gen(t, args...)
-			want(t, args, code, 0, out+errs, "bit-exact", "K=70,M=7", "target sm_90", "e4m3fn (max 448)", "x "+in.String(), "wrote 3 outputs")
+			want(t, args, code, 0, out+errs, "bit-exact", "K=70,M=7", "target sm_90", "e4m3fn (max 448)", "x "+in.String()+"[7 70]", "wrote 3 outputs")
 
-			sh := ops.Shape{"M": m, "K": k}
-			ref := op.Reference(map[string]*ops.Tensor{"x": xt}, sh, ops.Options{In: in, Family: "e4m3"}, f)
+			ref := op.Reference(colwiseCall(t, in, m, k), map[string]*ops.Tensor{"x": xt})
 			read := func(name, dtype string, shape ...int) *npy.Array {
 				t.Helper()
 				a, err := npy.ReadFile(filepath.Join(outDir, name+".npy"))
@@ -554,7 +571,7 @@ func TestRunNPYRoundTrip(t *testing.T) {
 			// Independently of the reference: inv_scale is amax/448 per
 			// column (Inf for the column holding +Inf), qt is x transposed
 			// and scaled, within e4m3's half ulp.
-			x := ops.Floats(xt)
+			x := xt.Floats()
 			q, _ := qt.Uint8s()
 			s, _ := inv.Float32s()
 			for j := 0; j < k; j++ {

@@ -53,3 +53,62 @@ func WriteFile(path string, data []byte) error {
 		return err
 	})
 }
+
+// Set writes several files all or none: Stage writes each to a temporary
+// file beside its path, Commit renames them all into place, and a failed
+// Stage or Commit — or Abort — removes the temporary files and every file
+// this Set has already put in place.
+type Set struct {
+	staged []staged
+	done   []string
+}
+
+type staged struct{ tmp, path string }
+
+// Stage writes data to a temporary file beside path.
+func (s *Set) Stage(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		s.Abort()
+		return err
+	}
+	s.staged = append(s.staged, staged{f.Name(), path})
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.Abort()
+	}
+	return err
+}
+
+// Commit puts every staged file in place.
+func (s *Set) Commit() error {
+	for _, st := range s.staged {
+		if err := os.Rename(st.tmp, st.path); err != nil {
+			s.Abort()
+			return err
+		}
+		s.done = append(s.done, st.path)
+	}
+	s.staged = nil
+	return nil
+}
+
+// Abort removes the staged files and those already put in place.
+func (s *Set) Abort() {
+	for _, st := range s.staged {
+		os.Remove(st.tmp)
+	}
+	for _, p := range s.done {
+		os.Remove(p)
+	}
+	s.staged, s.done = nil, nil
+}

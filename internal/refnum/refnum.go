@@ -1,0 +1,153 @@
+// Package refnum is the arithmetic of the ops' plain-Go references,
+// written apart from what the kernels run (package ir's semantics, package
+// fp8's encoder, the emitted prelude), so that a bug in those is caught
+// against these rather than copied into the expected answer.
+//
+// It works from definitions: maxNum by its IEEE rule, FP8 encoding by
+// searching the table of a format's values (each code's value computed from
+// its sign, exponent and mantissa fields in float64) for the nearest one,
+// ties to the even code.
+package refnum
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/fp8gen/fp8gen/fp8"
+)
+
+// MaxNum is IEEE 754 maxNum with +0 above -0: a NaN operand yields the
+// other operand.
+func MaxNum(a, b float32) float32 {
+	if math.IsNaN(float64(a)) {
+		return b
+	}
+	if math.IsNaN(float64(b)) {
+		return a
+	}
+	if a == 0 && b == 0 { // ±0: the positive one, if any
+		if math.Signbit(float64(a)) {
+			return b
+		}
+		return a
+	}
+	return float32(math.Max(float64(a), float64(b)))
+}
+
+// Abs clears the sign, of NaN too.
+func Abs(x float32) float32 { return float32(math.Abs(float64(x))) }
+
+// Pow2Floor is the largest power of two not above x, for finite x > 0;
+// x itself otherwise.
+func Pow2Floor(x float32) float32 {
+	if !(x > 0) || math.IsInf(float64(x), 1) {
+		return x
+	}
+	_, exp := math.Frexp(float64(x)) // x = f·2^exp, f in [0.5, 1)
+	return float32(math.Ldexp(1, exp-1))
+}
+
+// PutF32 writes x as element i of a little-endian float32 array.
+func PutF32(b []byte, i int, x float32) {
+	binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+}
+
+// table is a format's finite non-negative values, ascending, with codes.
+type table struct {
+	vals  []float64
+	codes []uint8
+	nan   uint8
+}
+
+var tables sync.Map // *fp8.Format → *table
+
+// value is code c's value from the format's fields; ok is false for NaN
+// and Inf codes.
+func value(f *fp8.Format, c uint8) (float64, bool) {
+	e := int(c>>f.ManBits) & (1<<f.ExpBits - 1)
+	m := int(c) & (1<<f.ManBits - 1)
+	neg := c&0x80 != 0
+	switch {
+	case f.FNUZ && c == 0x80:
+		return 0, false // the only NaN
+	case f.HasInf && e == 1<<f.ExpBits-1:
+		return 0, false // Inf and NaN
+	case !f.FNUZ && !f.HasInf && e == 1<<f.ExpBits-1 && m == 1<<f.ManBits-1:
+		return 0, false // e4m3fn's NaN
+	}
+	var v float64
+	if e == 0 {
+		v = math.Ldexp(float64(m), 1-f.Bias-f.ManBits)
+	} else {
+		v = math.Ldexp(float64(m+1<<f.ManBits), e-f.Bias-f.ManBits)
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+func tableOf(f *fp8.Format) *table {
+	if t, ok := tables.Load(f); ok {
+		return t.(*table)
+	}
+	t := &table{nan: 0x7f}
+	if f.FNUZ {
+		t.nan = 0x80
+	}
+	for c := 0; c < 128; c++ {
+		if v, ok := value(f, uint8(c)); ok {
+			t.vals = append(t.vals, v)
+			t.codes = append(t.codes, uint8(c))
+		}
+	}
+	sort.Sort(byValue{t})
+	tables.Store(f, t)
+	return t
+}
+
+type byValue struct{ *table }
+
+func (b byValue) Len() int           { return len(b.vals) }
+func (b byValue) Less(i, j int) bool { return b.vals[i] < b.vals[j] }
+func (b byValue) Swap(i, j int) {
+	b.vals[i], b.vals[j] = b.vals[j], b.vals[i]
+	b.codes[i], b.codes[j] = b.codes[j], b.codes[i]
+}
+
+// EncodeFP8 is the saturating conversion of x to format f: the nearest
+// value, ties to the even code; ±Inf and beyond ±max to ±max; NaN to the
+// format's NaN; in fnuz formats no negative zero.
+func EncodeFP8(f *fp8.Format, x float32) uint8 {
+	t := tableOf(f)
+	if math.IsNaN(float64(x)) {
+		return t.nan
+	}
+	a := math.Abs(float64(x))
+	i := sort.SearchFloat64s(t.vals, a) // first value ≥ a
+	var c uint8
+	switch {
+	case i == len(t.vals):
+		c = t.codes[len(t.codes)-1] // saturate
+	case t.vals[i] == a || i == 0:
+		c = t.codes[i]
+	default:
+		lo, hi := t.vals[i-1], t.vals[i]
+		switch {
+		case a-lo < hi-a:
+			c = t.codes[i-1]
+		case a-lo > hi-a:
+			c = t.codes[i]
+		case t.codes[i-1]&1 == 0:
+			c = t.codes[i-1]
+		default:
+			c = t.codes[i]
+		}
+	}
+	if math.Signbit(float64(x)) && !(f.FNUZ && c == 0) {
+		c |= 0x80
+	}
+	return c
+}

@@ -1,0 +1,60 @@
+package refnum
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/ir"
+)
+
+// The references' arithmetic and the kernels' are written apart; here they
+// must agree, on every fp8 value, every midpoint between neighbours (the
+// ties), their neighbours in f32, the specials and random floats.
+func TestEncodeAgreesWithPackageFP8(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, f := range fp8.Formats() {
+		tab := tableOf(f)
+		var xs []float32
+		for i, v := range tab.vals {
+			xs = append(xs, float32(v))
+			if i+1 < len(tab.vals) {
+				mid := float32((v + tab.vals[i+1]) / 2)
+				xs = append(xs, mid, math.Nextafter32(mid, 0), math.Nextafter32(mid, float32(math.Inf(1))))
+			}
+		}
+		inf := float32(math.Inf(1))
+		xs = append(xs, 0, inf, float32(math.NaN()), f.Max*1.0625, math.Nextafter32(f.Max, inf), 1e-30, math.Float32frombits(1))
+		for range 200000 {
+			xs = append(xs, math.Float32frombits(r.Uint32()))
+		}
+		for _, x := range xs {
+			for _, s := range []float32{x, -x} {
+				if got, want := EncodeFP8(f, s), f.EncodeSat(s); got != want {
+					t.Fatalf("%s: EncodeFP8(%g = %#08x) = %#02x; package fp8 says %#02x", f.Name, s, math.Float32bits(s), got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestMaxNumAndPow2Floor(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(1), math.Float32frombits(0x7f810000)}
+	var xs []float32
+	xs = append(xs, specials...)
+	for range 100000 {
+		xs = append(xs, math.Float32frombits(r.Uint32()))
+	}
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+	for i, a := range xs {
+		b := xs[(i*7919+1)%len(xs)]
+		if got, want := MaxNum(a, b), ir.MaxF32(a, b); !same(got, want) {
+			t.Fatalf("MaxNum(%g, %g) = %g; ir says %g", a, b, got, want)
+		}
+		if got, want := Pow2Floor(a), ir.Pow2Floor(a); !same(got, want) {
+			t.Fatalf("Pow2Floor(%g) = %g; ir says %g", a, got, want)
+		}
+	}
+}

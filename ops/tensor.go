@@ -1,0 +1,89 @@
+package ops
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/fp8gen/fp8gen/ir"
+)
+
+// Bits is element i's bits (floats as their IEEE bits, integers
+// sign-extended).
+func (t *Tensor) Bits(i int) uint64 {
+	switch t.DType.K {
+	case ir.KFP8:
+		return uint64(t.Data[i])
+	case ir.KBF16:
+		return uint64(binary.LittleEndian.Uint16(t.Data[2*i:]))
+	case ir.KF32:
+		return uint64(binary.LittleEndian.Uint32(t.Data[4*i:]))
+	case ir.KI32:
+		return uint64(int64(int32(binary.LittleEndian.Uint32(t.Data[4*i:]))))
+	case ir.KI64:
+		return binary.LittleEndian.Uint64(t.Data[8*i:])
+	}
+	panic("BUG: tensor of " + t.DType.String())
+}
+
+// SetBits writes element i's bits.
+func (t *Tensor) SetBits(i int, b uint64) {
+	switch t.DType.K {
+	case ir.KFP8:
+		t.Data[i] = uint8(b)
+	case ir.KBF16:
+		binary.LittleEndian.PutUint16(t.Data[2*i:], uint16(b))
+	case ir.KF32, ir.KI32:
+		binary.LittleEndian.PutUint32(t.Data[4*i:], uint32(b))
+	case ir.KI64:
+		binary.LittleEndian.PutUint64(t.Data[8*i:], b)
+	default:
+		panic("BUG: tensor of " + t.DType.String())
+	}
+}
+
+// Float is element i's value.
+func (t *Tensor) Float(i int) float64 {
+	b := t.Bits(i)
+	switch t.DType.K {
+	case ir.KFP8:
+		return float64(t.DType.Fmt.Decode(uint8(b)))
+	case ir.KBF16:
+		return float64(math.Float32frombits(uint32(b) << 16))
+	case ir.KF32:
+		return float64(math.Float32frombits(uint32(b)))
+	}
+	return float64(int64(b))
+}
+
+// Set writes x to element i, rounded to the element type (to nearest even;
+// integers truncate).
+func (t *Tensor) Set(i int, x float64) {
+	switch t.DType.K {
+	case ir.KFP8:
+		t.SetBits(i, uint64(t.DType.Fmt.EncodeSat(float32(x))))
+	case ir.KBF16:
+		t.SetBits(i, uint64(ir.F32ToBF16(float32(x))))
+	case ir.KF32:
+		t.SetBits(i, uint64(math.Float32bits(float32(x))))
+	default:
+		t.SetBits(i, uint64(int64(x)))
+	}
+}
+
+// Floats decodes a float tensor as f32.
+func (t *Tensor) Floats() []float32 {
+	out := make([]float32, t.Elems())
+	for i := range out {
+		out[i] = float32(t.Float(i))
+	}
+	return out
+}
+
+// Ints decodes an integer tensor.
+func (t *Tensor) Ints() []int64 {
+	out := make([]int64, t.Elems())
+	for i := range out {
+		out[i] = int64(t.Bits(i))
+	}
+	return out
+}
