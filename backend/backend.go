@@ -97,7 +97,11 @@ func Comment(p *ops.Plan, s *ops.Step) string {
 
 // Kernel emits, compiles (through the JIT cache) and loads a step's kernel.
 func (g *GPU) Kernel(ctx context.Context, p *ops.Plan, s *ops.Step, st *Stats) (*runtime.Kernel, *emit.Kernel, error) {
-	ek, err := emit.Emit(s.Func, Comment(p, s))
+	return g.kernel(ctx, s.Func, Comment(p, s), st)
+}
+
+func (g *GPU) kernel(ctx context.Context, f *ir.Func, comment string, st *Stats) (*runtime.Kernel, *emit.Kernel, error) {
+	ek, err := emit.Emit(f, comment)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,6 +133,65 @@ func (g *GPU) Kernel(ctx context.Context, p *ops.Plan, s *ops.Step, st *Stats) (
 	}
 	g.kernels[ek.Source] = k
 	return k, ek, nil
+}
+
+// RunFunc runs one lowered kernel over grid on the GPU as interp.Launch
+// runs it on the CPU: args holds, in f.Params order, a []byte for each
+// pointer (uploaded, and downloaded back in place after the launch) and an
+// int for each size.
+func (g *GPU) RunFunc(ctx context.Context, f *ir.Func, grid [3]int, args []any) error {
+	if len(args) != len(f.Params) {
+		return fmt.Errorf("%s takes %d arguments, got %d", f.Name, len(f.Params), len(args))
+	}
+	k, ek, err := g.kernel(ctx, f, "fp8gen "+f.Name+" for "+g.T.Name, nil)
+	if err != nil {
+		return err
+	}
+	var launch []any
+	var bufs []*runtime.Buffer
+	defer func() {
+		for _, b := range bufs {
+			b.Free()
+		}
+	}()
+	for i, p := range f.Params {
+		switch a := args[i].(type) {
+		case []byte:
+			b, err := g.Dev.Alloc(max(len(a), 1))
+			if err != nil {
+				return fmt.Errorf("%s: argument %s: %w", f.Name, p.ArgName(), err)
+			}
+			bufs = append(bufs, b)
+			if err := g.Dev.Upload(b, a); err != nil {
+				return err
+			}
+			launch = append(launch, b)
+		case int:
+			launch = append(launch, sizeArg(p, a))
+		default:
+			return fmt.Errorf("%s: argument %s: want []byte or int, got %T", f.Name, p.ArgName(), args[i])
+		}
+	}
+	shared := 0
+	if ek.Dynamic {
+		shared = ek.LDSBytes
+	}
+	if err := g.Dev.Launch(k, grid, [3]int{ek.Threads, 1, 1}, shared, launch...); err != nil {
+		return err
+	}
+	if err := g.Dev.Synchronize(); err != nil {
+		return err
+	}
+	j := 0
+	for i := range f.Params {
+		if a, ok := args[i].([]byte); ok {
+			if err := g.Dev.Download(a, bufs[j]); err != nil {
+				return err
+			}
+			j++
+		}
+	}
+	return nil
 }
 
 // Prepared is a plan ready to launch repeatedly on device buffers.

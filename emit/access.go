@@ -102,6 +102,7 @@ func always(m *ir.Value) bool { return m.Op == ir.OpConst && m.Const().Int != 0 
 // guard is "if (mask) " for register r, "" where the mask always holds.
 func (e *emitter) guard(m *ir.Value, r string) string {
 	if always(m) {
+		e.printed[m] = true // shown as no guard
 		return ""
 	}
 	return "if (" + e.top(m, r) + ") "
@@ -124,6 +125,9 @@ func (e *emitter) vectors(n, vec int, body func(r string)) {
 
 func (e *emitter) load(v *ir.Value) {
 	p, m, o := v.Ptr(), v.Mask(), v.Other()
+	if always(m) { // no guard, and nothing takes the other value's place
+		e.printed[m], e.printed[o] = true, true
+	}
 	n := v.Type.Regs
 	vec := max(v.Mem().Vec, 1)
 	if n <= 1 && always(m) {

@@ -117,11 +117,31 @@ type emitter struct {
 	tableDecls []string
 	// helpers are device functions the body needs (atomics), by name.
 	helpers map[string]string
+	// printed records each value the source shows, as a statement or
+	// inside an expression.
+	printed map[*ir.Value]bool
+}
+
+// Printed lists the values of a lowered kernel that its source shows, as a
+// statement or inside another's expression: the tests hold it to the
+// values the interpreter executes.
+func Printed(f *ir.Func) ([]*ir.Value, error) {
+	e := newEmitter(f, map[string]string{})
+	if _, _, err := e.kernel(""); err != nil {
+		return nil, err
+	}
+	var out []*ir.Value
+	f.Walk(func(v *ir.Value) {
+		if e.printed[v] {
+			out = append(out, v)
+		}
+	})
+	return out, nil
 }
 
 func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
 	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, inline: map[*ir.Value]bool{},
-		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}}
+		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{}}
 	for _, r := range []string{"tid", "lds", "r", "w", "k", "h", "j", "off"} {
 		e.taken[r] = 1
 	}
@@ -373,7 +393,11 @@ func ident(s string) string {
 
 func (e *emitter) block(b *ir.Block) error {
 	for _, v := range b.Values {
-		if e.inline[v] || v.Op == ir.OpParam || v.Op == ir.OpSize {
+		if v.Op == ir.OpParam || v.Op == ir.OpSize {
+			e.printed[v] = true // the signature
+			continue
+		}
+		if e.inline[v] {
 			continue
 		}
 		if v.Op.Removable() && e.uses[v] == 0 {
@@ -463,6 +487,12 @@ func (e *emitter) dst(v *ir.Value, r string) string {
 }
 
 func (e *emitter) value(v *ir.Value) error {
+	e.printed[v] = true
+	if v.Body != nil {
+		for _, x := range v.Body.Vars {
+			e.printed[x] = true
+		}
+	}
 	switch v.Op {
 	case ir.OpLoad:
 		e.load(v)

@@ -57,6 +57,7 @@ func (e *emitter) expr(v *ir.Value, r string) string {
 
 // exprP is the C expression of v at register r, with its precedence.
 func (e *emitter) exprP(v *ir.Value, r string) (string, int) {
+	e.printed[v] = true
 	a := func(i, need int) string { return e.val(v.Args[i], r, need) }
 	bin := func(op string, p int) (string, int) {
 		x, y := a(0, p), a(1, p+1)

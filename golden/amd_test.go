@@ -15,6 +15,7 @@ import (
 
 	"github.com/fp8gen/fp8gen/amdgpu"
 	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/internal/captest"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/ops"
@@ -273,5 +274,39 @@ func TestRelaxedAmaxHasNoCacheMaintenance(t *testing.T) {
 		if i == 0 || seq[i-1] != "buffer_wbl2" || i+1 == len(seq) || seq[i+1] != "buffer_inv" {
 			t.Errorf("%s: %s is not between buffer_wbl2 and buffer_inv; memory operations in order: %v", labels[2], m, seq)
 		}
+	}
+}
+
+// TestAMDCompileCapabilities compiles the kernel of each IR capability
+// (package captest: i64 tensors, a third grid axis, hints, if regions,
+// rotations, bitcasts and shifts, atomics with results) for gfx942 with
+// CI's hipcc: what the emitter writes for them is valid HIP, with no
+// spills and the LDS lowering planned.
+func TestAMDCompileCapabilities(t *testing.T) {
+	tg, err := target.Lookup("gfx942")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireHipcc(t)
+	for _, c := range captest.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			f := c.Lower(t, tg)
+			k, err := emit.Emit(f, "fp8gen capability "+c.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := compileHIP(k.Source, tg.CheckArch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, ok := rep.Kernel(k.Name)
+			if !ok {
+				t.Fatalf("hipcc reports no kernel %s", k.Name)
+			}
+			if info.VGPRSpills+info.SGPRSpills+info.PrivateBytes != 0 || info.LDSBytes != f.LDSBytes {
+				t.Errorf("%+v; want no spills and %d B of LDS", info, f.LDSBytes)
+			}
+		})
 	}
 }

@@ -29,14 +29,18 @@ import (
 // Launch runs f over a grid of programs. args holds, in f.Params order, a
 // []byte for each pointer parameter (its host memory, little-endian) and an
 // int for each size.
-func Launch(f *ir.Func, grid [3]int, args []any) error {
+func Launch(f *ir.Func, grid [3]int, args []any) error { return LaunchTraced(f, grid, args, nil) }
+
+// LaunchTraced is Launch that also calls visit, from one goroutine at a
+// time, with each value the first program executes.
+func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) error {
 	if f.Phase != ir.PhaseLanes {
 		return fmt.Errorf("%s: the kernel is in the %v phase; lower it first", f.Name, f.Phase)
 	}
 	if len(args) != len(f.Params) {
 		return fmt.Errorf("%s takes %d arguments, got %d", f.Name, len(f.Params), len(args))
 	}
-	m := &machine{f: f, grid: grid, slot: map[*ir.Value]int{}}
+	m := &machine{f: f, grid: grid, slot: map[*ir.Value]int{}, visit: visit}
 	for i, p := range f.Params {
 		switch p.Op {
 		case ir.OpParam:
@@ -114,6 +118,7 @@ type machine struct {
 	atomic sync.Mutex
 	slot   map[*ir.Value]int // the value's register file
 	sizes  []int
+	visit  func(*ir.Value) // LaunchTraced's, for program 0
 }
 
 // block is the state of one program: a register file per value.
@@ -203,6 +208,14 @@ func (b *block) uniform(v *ir.Value, what string) (uint64, error) {
 }
 
 func (b *block) step(v *ir.Value) error {
+	if b.m.visit != nil && b.pid == [3]int{} {
+		b.m.visit(v)
+		if v.Body != nil {
+			for _, x := range v.Body.Vars {
+				b.m.visit(x)
+			}
+		}
+	}
 	out := b.file(v)
 	switch v.Op {
 	case ir.OpParam, ir.OpSize:

@@ -1,0 +1,92 @@
+package backend
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/internal/refnum"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/ops"
+)
+
+// hugeX fills bf16 x[m, k] from a hash of each index, every row with one
+// larger element so that rows have their own scales; in parallel.
+func hugeX(x *ops.Tensor, m, k int) {
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for r := w; r < m; r += workers {
+				for j := 0; j < k; j++ {
+					i := r*k + j
+					h := uint32(i) * 2654435761
+					bits := uint16(0x3f00 | h>>25 | h&0x8000) // ±[0.5, 1) and a little
+					if j == r%k {
+						bits = ir.F32ToBF16(float32(r%97+1) * 3)
+					}
+					x.Data[2*i], x.Data[2*i+1] = byte(bits), byte(bits>>8)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A tensor of more than 3·10^9 elements, past 32-bit indexing: rowwise_cast
+// plans 64-bit index arithmetic and every byte of q and inv_scale matches
+// the reference (checked row by row, in parallel).
+func TestGPUHugeTensor(t *testing.T) {
+	g := openGPU(t)
+	sh := ops.Shape{"M": 200000, "K": 16384} // 3.28e9 elements: x is 6.6 GB
+	p, err := ops.Rowwise.NewPlan(g.T, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Index != ir.I64 {
+		t.Fatalf("index %v; want i64", p.Index)
+	}
+	m, k := sh["M"], sh["K"]
+	in := ops.Tensors(p.SpecsOf(ops.Input))
+	hugeX(in["x"], m, k)
+	all, out := p.WithOutputs(in)
+	st, err := g.Run(p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v elements (x %d B) in %v on %s, schedule %v", m*k, in["x"].Bytes(), st.Elapsed, g.T.Name, p.Schedule)
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	bad := make([]int, workers)
+	for w := range workers {
+		wg.Go(func() {
+			row := make([]float32, k)
+			for r := w; r < m; r += workers {
+				amax := float32(0)
+				for j := range row {
+					i := r*k + j
+					row[j] = math.Float32frombits(uint32(in["x"].Data[2*i])<<16 | uint32(in["x"].Data[2*i+1])<<24)
+					amax = refnum.MaxNum(amax, refnum.Abs(row[j]))
+				}
+				scale := p.Format.Max / refnum.MaxNum(amax, float32(ops.Eps))
+				for j, v := range row {
+					if out["q"].Data[r*k+j] != refnum.EncodeFP8(p.Format, v*scale) {
+						bad[w]++
+					}
+				}
+				if math.Float32bits(float32(out["inv_scale"].Float(r))) != math.Float32bits(1/scale) {
+					bad[w]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, b := range bad {
+		n += b
+	}
+	if n != 0 {
+		t.Errorf("%d elements differ from the reference", n)
+	}
+}

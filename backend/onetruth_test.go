@@ -1,0 +1,77 @@
+package backend
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/internal/captest"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// oneSource holds the interpreter and the emitter to one program: every
+// value the interpreter executes is in the emitted source (a statement or
+// part of an expression), and every value the source shows is executed.
+// Neither may compute something of its own from a layout.
+func oneSource(t *testing.T, f *ir.Func, grid [3]int, args []any) {
+	t.Helper()
+	ran := map[*ir.Value]bool{}
+	if err := interp.LaunchTraced(f, grid, args, func(v *ir.Value) { ran[v] = true }); err != nil {
+		t.Fatal(err)
+	}
+	printed, err := emit.Printed(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[*ir.Value]bool{}
+	for _, v := range printed {
+		shown[v] = true
+		if !ran[v] {
+			t.Errorf("%s: the source shows %s, which the interpreter never ran", f.Name, v.LongString())
+		}
+	}
+	n := 0
+	f.Walk(func(v *ir.Value) {
+		n++
+		if ran[v] && !shown[v] {
+			t.Errorf("%s: the interpreter ran %s, which the source does not show", f.Name, v.LongString())
+		}
+		if !ran[v] {
+			t.Errorf("%s: program 0 did not run %s: the check cannot see it", f.Name, v.LongString())
+		}
+	})
+	if len(printed) != n {
+		t.Errorf("%s: %d values, %d printed", f.Name, n, len(printed))
+	}
+}
+
+func TestInterpreterRunsWhatTheEmitterPrints(t *testing.T) {
+	for _, tn := range []string{"sm_90", "gfx942"} {
+		tg, _ := target.Lookup(tn)
+		for _, name := range ops.Names() {
+			op, _ := ops.Lookup(name)
+			for _, sh := range []ops.Shape{{"M": 70, "K": 300}, {"M": 4, "K": 20000}} {
+				p, err := op.NewPlan(tg, sh, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, _ := p.WithOutputs(ops.Inputs(p.Call, 1, false))
+				for _, s := range p.Steps {
+					args, err := s.Args(p.Shape, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					oneSource(t, s.Func, s.Grid, args)
+				}
+			}
+		}
+		for _, c := range captest.Cases {
+			f := c.Lower(t, tg)
+			grid, args := c.Inputs(rand.New(rand.NewPCG(1, 2)))
+			oneSource(t, f, grid, args)
+		}
+	}
+}
