@@ -96,6 +96,40 @@ func vecType(bytes int) string {
 	panic(fmt.Sprintf("BUG: vector of %d bytes", bytes))
 }
 
+// packOther is the vector of a load's masked-off values at register r:
+// the words themselves where other is a constant.
+func (e *emitter) packOther(o *ir.Value, r string, d ir.DType, vb int) string {
+	if o.Op != ir.OpConst {
+		return pack(d, vb, func(j int) string { return e.top(o, reg(r, j)) })
+	}
+	e.printed[o] = true
+	bits := ir.ConstBits(d, o.Const())
+	size := d.Bytes()
+	words := make([]uint32, max(vb/4, 1))
+	for j := 0; j < vb/size; j++ {
+		for k := 0; k < size; k++ {
+			byteAt := j*size + k
+			words[byteAt/4] |= uint32(bits>>(8*k)&0xff) << (8 * (byteAt % 4))
+		}
+	}
+	lits := make([]string, len(words))
+	for i, w := range words {
+		lits[i] = fmt.Sprintf("%#xu", w)
+		if w == 0 {
+			lits[i] = "0u"
+		}
+	}
+	switch vb {
+	case 2:
+		return fmt.Sprintf("(uint16_t)%s", lits[0])
+	case 4:
+		return lits[0]
+	case 8:
+		return "make_uint2(" + strings.Join(lits, ", ") + ")"
+	}
+	return "make_uint4(" + strings.Join(lits, ", ") + ")"
+}
+
 // always reports whether a mask is the constant true.
 func always(m *ir.Value) bool { return m.Op == ir.OpConst && m.Const().Int != 0 }
 
@@ -149,6 +183,26 @@ func (e *emitter) load(v *ir.Value) {
 	}
 	vb := vec * v.Type.DType.Bytes()
 	e.decl(v, "")
+	if v.Mem().Uniform || always(m) {
+		// The vector starts as the masked-off values and is read where the
+		// mask holds: one predicated load, no branch.
+		e.vectors(n, vec, func(r string) {
+			e.line("{")
+			e.ind += "  "
+			if always(m) {
+				e.line("const %s w = *(const %s*)(%s);", vecType(vb), vecType(vb), e.top(p, r))
+			} else {
+				e.line("%s w = %s;", vecType(vb), e.packOther(o, r, v.Type.DType, vb))
+				e.line("if (%s) w = *(const %s*)(%s);", e.top(m, r), vecType(vb), e.top(p, r))
+			}
+			for j := 0; j < vec; j++ {
+				e.line("%s = %s;", e.dst(v, reg(r, j)), unpack(v.Type.DType, vb, j))
+			}
+			e.ind = e.ind[2:]
+			e.line("}")
+		})
+		return
+	}
 	e.vectors(n, vec, func(r string) {
 		var conds []string
 		for j := 0; j < vec; j++ {

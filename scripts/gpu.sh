@@ -1,18 +1,37 @@
 #!/usr/bin/env bash
 # What runs on the GPU machine (which has no Go). Here: `make gpu` builds the
-# binaries into .gpu/; there, from the repository root with .gpu/ copied
-# along: `bash scripts/gpu.sh OUTDIR`. It runs the runtime and backend GPU
-# tests (every op, shape, option and schedule bit for bit against the
-# reference; they fail rather than skip with FP8GEN_REQUIRE_GPU=1), then the
-# benchmark with the schedule sweep and the PyTorch peers.
+# binaries into .gpu/; copy the few a run needs into a small folder that is
+# carried along (the device tool takes 64 MiB a call):
+#
+#   mkdir -p .gpurun && cp .gpu/backend.test .gpu/runtime.test .gpu/fp8gen .gpurun/
+#
+# There, from the repository root: `bash scripts/gpu.sh OUTDIR [BASELINE]`.
+# It runs the runtime and backend GPU tests (every op, shape, option and
+# schedule bit for bit against the reference, the IR capability kernels,
+# the sum's determinism, a 3.28e9-element tensor; they fail rather than
+# skip with FP8GEN_REQUIRE_GPU=1), then the benchmark. With BASELINE (an
+# fp8gen binary built from another commit) it times both, interleaved
+# twice, without the PyTorch peers: a before/after comparison in one run.
 set -uo pipefail
 out=${1:-bench/results}
+base=${2:-}
+bin=${BIN:-.gpurun}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH FP8GEN_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-(cd runtime && ../.gpu/runtime.test -test.v -test.run GPU) > "$out/runtime-tests.log" 2>&1
+(cd runtime && "../$bin/runtime.test" -test.v -test.run GPU) > "$out/runtime-tests.log" 2>&1
 echo "runtime GPU tests: rc=$?"
-.gpu/backend.test -test.v -test.run GPU > "$out/backend-tests.log" 2>&1
-echo "backend GPU tests: rc=$? ($(grep -c '^    --- PASS' "$out/backend-tests.log") subtests passed)"
+"$bin/backend.test" -test.v -test.run GPU -test.timeout 8m > "$out/backend-tests.log" 2>&1
+echo "backend GPU tests: rc=$? ($(grep -c -- '--- PASS' "$out/backend-tests.log") passed, $(grep -c -- '--- FAIL' "$out/backend-tests.log") failed)"
 grep -A3 -- '--- FAIL' "$out/backend-tests.log" | head -40
-.gpu/fp8gen bench --sweep --out "$out" 2>"$out/bench.err" | tee "$out/bench.out" | grep -v '^  sweep'
+if [ -n "$base" ]; then
+	for i in 1 2; do
+		for b in "$base" "$bin/fp8gen"; do
+			name=$(basename "$b")$i
+			"$b" bench --peers off --iters 100 --warm 10 --out "$out/$name" > "$out/$name.txt" 2>&1
+			echo "$name µs: $(grep '^| [a-z]' "$out/$name.txt" | awk -F'|' '{printf "%s%s ", $3, $4}')"
+		done
+	done
+else
+	"$bin/fp8gen" bench --sweep --out "$out" 2>"$out/bench.err" | tee "$out/bench.out" | grep -v '^  sweep'
+fi
