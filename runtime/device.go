@@ -413,6 +413,7 @@ type Kernel struct {
 	attrs KernelAttrs
 
 	paramsQueried bool
+	paramsCounted bool // the driver told the count, not just the sizes asked
 	paramsKnown   bool
 	params        []int // byte size of each parameter, when known
 }
@@ -592,8 +593,10 @@ func (d *Device) Launch(k *Kernel, grid, block [3]int, sharedBytes int, args ...
 	if err != nil {
 		return err
 	}
-	if !k.paramsQueried {
-		k.params, k.paramsKnown = d.cParamSizes(k.fn)
+	if !k.paramsQueried || k.paramsKnown && !k.paramsCounted && len(k.params) < len(args) {
+		// Asked again only with more arguments than the sizes known, to
+		// find out whether the kernel takes them.
+		k.params, k.paramsKnown, k.paramsCounted = d.cParamSizes(k.fn, len(args))
 		k.paramsQueried = true
 	}
 	if k.paramsKnown {

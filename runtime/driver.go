@@ -30,7 +30,7 @@ enum {
 	S_CtxSetCurrent, S_SetDevice, S_CtxSynchronize, S_MemAlloc, S_MemFree,
 	S_MemcpyHtoD, S_MemcpyDtoH, S_MemcpyDtoD, S_MemsetD8, S_ModuleLoadData,
 	S_ModuleUnload, S_ModuleGetFunction, S_FuncGetAttribute, S_FuncSetAttribute,
-	S_FuncGetParamInfo, S_LaunchKernel, S_StreamCreate, S_StreamSynchronize,
+	S_FuncGetParamInfo, S_FuncGetParamCount, S_LaunchKernel, S_StreamCreate, S_StreamSynchronize,
 	S_StreamDestroy, S_EventCreate, S_EventRecord, S_EventSynchronize,
 	S_EventElapsedTime, S_EventDestroy, S_GetErrorName, S_GetErrorString,
 	S_GetDeviceProperties,
@@ -135,6 +135,7 @@ static fgRes fg_module_unload(fgDev d, void *m) { FG_CURRENT(d); FG_RET(((fgResu
 static fgRes fg_module_function(fgDev d, void **f, void *m, const char *name) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, void *, const char *))fg_fn[S_ModuleGetFunction])(f, m, name)); }
 static fgRes fg_func_get_attr(fgDev d, int *v, int attr, void *f) { FG_CURRENT(d); FG_RET(((fgResult (*)(int *, int, void *))fg_fn[S_FuncGetAttribute])(v, attr, f)); }
 static fgRes fg_func_set_attr(fgDev d, void *f, int attr, int v) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, int, int))fg_fn[S_FuncSetAttribute])(f, attr, v)); }
+static fgRes fg_func_param_count(fgDev d, void *f, size_t *n) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, size_t *))fg_fn[S_FuncGetParamCount])(f, n)); }
 static fgRes fg_func_param_info(fgDev d, void *f, size_t i, size_t *off, size_t *size) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, size_t, size_t *, size_t *))fg_fn[S_FuncGetParamInfo])(f, i, off, size)); }
 static fgRes fg_stream_create(fgDev d, void **s) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, unsigned))fg_fn[S_StreamCreate])(s, 0)); }
 static fgRes fg_stream_sync(fgDev d, void *s) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *))fg_fn[S_StreamSynchronize])(s)); }
@@ -218,6 +219,8 @@ var symbols = []symbol{
 	{slot: C.S_FuncSetAttribute, cuda: "cuFuncSetAttribute"},
 	// CUDA 12.4+; used to check argument count and sizes before a launch.
 	{slot: C.S_FuncGetParamInfo, cuda: "cuFuncGetParamInfo", optional: true},
+	// Newer drivers; without it the sizes of the arguments given are checked, not their count.
+	{slot: C.S_FuncGetParamCount, cuda: "cuFuncGetParamCount", optional: true},
 	{slot: C.S_LaunchKernel, cuda: "cuLaunchKernel", hip: "hipModuleLaunchKernel"},
 	{slot: C.S_StreamCreate, cuda: "cuStreamCreate", hip: "hipStreamCreateWithFlags"},
 	{slot: C.S_StreamSynchronize, cuda: "cuStreamSynchronize", hip: "hipStreamSynchronize"},
@@ -652,25 +655,35 @@ func (d *Device) cFuncSetAttr(f unsafe.Pointer, attr, v int, name string) error 
 }
 
 // cParamSizes lists the byte size of each kernel parameter, or ok=false
-// where the driver cannot tell (no cuFuncGetParamInfo, or HIP).
-func (d *Device) cParamSizes(f unsafe.Pointer) (sizes []int, ok bool) {
+// where the driver cannot tell (no cuFuncGetParamInfo, or HIP); counted
+// says whether the list is known to hold them all. It asks only of the
+// parameters the driver counts (cuFuncGetParamCount) or, where it cannot
+// count, of the nargs the caller passes — so that a right launch makes no
+// failing call (compute-sanitizer reports every one); one with too many
+// arguments finds the count where the driver answers INVALID_VALUE.
+func (d *Device) cParamSizes(f unsafe.Pointer, nargs int) (sizes []int, ok, counted bool) {
 	if C.fg_has(C.S_FuncGetParamInfo) == 0 {
-		return nil, false
+		return nil, false, false
 	}
-	for i := 0; i <= maxArgs; i++ {
+	n := nargs
+	if C.fg_has(C.S_FuncGetParamCount) != 0 {
+		var c C.size_t
+		if r := C.fg_func_param_count(d.cdev(), f, &c); r.rc != 0 {
+			return nil, false, false
+		}
+		n, counted = int(c), true
+	}
+	for i := 0; i < n && i <= maxArgs; i++ {
 		var off, size C.size_t
-		r := C.fg_func_param_info(d.cdev(), f, C.size_t(i), &off, &size)
-		if r.rc != 0 {
-			// Past the last parameter the driver answers INVALID_VALUE;
-			// anything else means it cannot tell.
+		if r := C.fg_func_param_info(d.cdev(), f, C.size_t(i), &off, &size); r.rc != 0 {
 			if r.cur == 0 && int(r.rc) == rcInvalidValue {
-				return sizes, true
+				return sizes, true, true // past the last parameter
 			}
-			return nil, false
+			return nil, false, false
 		}
 		sizes = append(sizes, int(size))
 	}
-	return nil, false
+	return sizes, true, counted
 }
 
 func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint64) error {
