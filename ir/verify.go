@@ -441,7 +441,11 @@ func checkStore(_ *checker, v *Value) error {
 	if p.K != KPtr || x != p.Elem() || m != Bool {
 		return fmt.Errorf("store(%v, %v, mask %v): want a pointer, a value of its pointee type and a bool mask", p, x, m)
 	}
-	return checkVec(v, x, v.Data().Type.Regs)
+	n := 0
+	for _, a := range v.Args {
+		n = max(n, a.Type.Regs) // a uniform or one-register value stands for every register
+	}
+	return checkVec(v, x, n)
 }
 
 func checkAtomic(_ *checker, v *Value) error {

@@ -90,7 +90,9 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 				continue
 			}
 			for j, a := range v.Args {
-				changed = set(a, backward(v, j, l)) || changed
+				if !derived(a) {
+					changed = set(a, backward(v, j, l)) || changed
+				}
 			}
 			if v.Op == ir.OpLoopVar && v.Index() > 0 {
 				changed = set(v.Loop().Args[2+v.Index()], l) || changed
@@ -99,7 +101,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 		if !changed {
 			// Last resort: anchor layouts for tiles nothing decided.
 			for _, v := range all {
-				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op.HasResult() {
+				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op.HasResult() && !derived(v) {
 					contig := v.Type.Rank() - 1
 					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps)) || changed
 					break
@@ -111,6 +113,17 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	return nil
 }
 
+// derived reports whether v's layout follows from its operand's alone, so
+// that users never choose it: a reduction's is the slice of its operand's,
+// a load's its pointer's anchor, an atomic's its pointer's.
+func derived(v *ir.Value) bool {
+	switch v.Op {
+	case ir.OpReduce, ir.OpLoad, ir.OpAtomic:
+		return true
+	}
+	return false
+}
+
 // forward is the layout v takes from its operands, or nil.
 func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout) *ir.Layout {
 	if v.Type.Rank() == 0 {
@@ -119,6 +132,8 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout) *ir.Lay
 	switch v.Op {
 	case ir.OpLoad:
 		return anchorOf(v.Ptr(), v.Type.DType)
+	case ir.OpAtomic:
+		return v.Ptr().Type.Layout // its old values come back where it accesses memory
 	case ir.OpReduce:
 		if l := v.Args[0].Type.Layout; l != nil {
 			return l.Slice(v.Reduction().Axis)
