@@ -1,10 +1,13 @@
 # fp8gen build and test entry points. CI runs `bash .ci/run`, which runs `make test`.
 #
 #   make deps    install hipcc and the LLVM 15 tools (Debian) if missing, download Go modules
-#   make test    gofmt check, go vet, go test (the AMD compile check must run, not skip)
+#   make test    gofmt check, go vet, go test (the AMD compile check must run, not skip),
+#                a short run of every fuzz target and the mutation check
 #   make check   gofmt check, go vet, go generate, and fail if generated code is stale
 #   make gpu     build the test binaries and the CLI into .gpu/ for the GPU machine
 #   make golden  rewrite the golden files (review the diff like code)
+#   make fuzz    each fuzz target for FUZZTIME (new failing inputs land in testdata/fuzz)
+#   make mutants plant each bug of scripts/mutants one at a time; fail if any survives
 
 SHELL := bash
 GO ?= go
@@ -19,6 +22,10 @@ APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 g+
 # missing. `make test REQUIRE_HIPCC=0` lets it skip on a machine without it.
 REQUIRE_HIPCC ?= 1
 TEST_TIMEOUT ?= 20m
+FUZZTIME ?= 10s
+
+# The fuzz targets, as PACKAGE:TARGET.
+FUZZ_TARGETS := ./fp8:FuzzEncodeSat ./expr:FuzzExpr ./ir:FuzzDSL ./npy:FuzzRead ./cmd/fp8gen:FuzzFlags
 
 # The Go files to format-check: tracked and new files in a git work tree,
 # every .go file otherwise.
@@ -35,7 +42,7 @@ define gofmt_check
 		if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$bad"; exit 1; fi; }
 endef
 
-.PHONY: all deps test fmt vet check gpu golden
+.PHONY: all deps test fmt vet check gpu golden fuzz mutants
 
 all: test
 
@@ -69,6 +76,18 @@ test: deps
 	$(gofmt_check)
 	$(GO) vet ./...
 	FP8GEN_REQUIRE_HIPCC=$(REQUIRE_HIPCC) $(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory mutants
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "$(GO) test $$pkg -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME)"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+mutants:
+	$(GO) run ./scripts/mutants
 
 check:
 	$(gofmt_check)

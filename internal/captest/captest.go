@@ -364,11 +364,14 @@ var Cases = []Case{
 			x := b.Param("x", ir.F32)
 			e := b.Param("e", ir.I32)
 			p := b.Param("p", ir.F32)
+			u := b.Param("u", ir.I32)
 			offs := b.Arange(64)
 			bits := b.Bitcast(b.Load(b.PtrAdd(x, offs), nil, nil), ir.I32)
 			exp := b.And(b.ShrU(bits, 23), 0xff)
 			b.Store(b.PtrAdd(e, offs), b.Xor(exp, b.Shr(bits, 31)), nil) // -1 ^ exp for negatives
 			b.Store(b.PtrAdd(p, offs), b.Bitcast(b.Shl(exp, 23), ir.F32), nil)
+			// Unmasked: a logical shift of a negative value fills with zeros.
+			b.Store(b.PtrAdd(u, offs), b.ShrU(bits, 28), nil)
 		},
 		Inputs: func(r *rand.Rand) ([3]int, []any) {
 			x := make([]float32, 64)
@@ -376,10 +379,10 @@ var Cases = []Case{
 				x[i] = math.Float32frombits(r.Uint32())
 			}
 			x[0], x[1], x[2] = float32(math.Inf(-1)), math.Float32frombits(1), -0.0
-			return [3]int{1, 1, 1}, []any{F32s(x), make([]byte, 256), make([]byte, 256)}
+			return [3]int{1, 1, 1}, []any{F32s(x), make([]byte, 256), make([]byte, 256), make([]byte, 256)}
 		},
 		Want: func(t testing.TB, args []any) {
-			x, e, p := args[0].([]byte), args[1].([]byte), args[2].([]byte)
+			x, e, p, u := args[0].([]byte), args[1].([]byte), args[2].([]byte), args[3].([]byte)
 			for i := 0; i < 64; i++ {
 				bits := math.Float32bits(GetF32(x, i))
 				exp := int32(bits >> 23 & 0xff)
@@ -392,6 +395,9 @@ var Cases = []Case{
 				}
 				if got := math.Float32bits(GetF32(p, i)); got != uint32(exp)<<23 {
 					t.Fatalf("x[%d] = %#x: p = %#x, want %#x", i, bits, got, uint32(exp)<<23)
+				}
+				if got := getI32(u, i); got != int32(bits>>28) {
+					t.Fatalf("x[%d] = %#x: shr_u 28 = %d, want %d", i, bits, got, bits>>28)
 				}
 			}
 		},

@@ -1,0 +1,458 @@
+// Command mutants is a mutation check of the test suite: it plants known
+// bugs in the compiler, one at a time, and holds the tests to catching
+// every one. A suite that passes with a rounding bug in the FP8 encoder or
+// an off-by-one owner predicate in lowering proves nothing about those
+// lines, however green it is; this program is how we know it would fail.
+//
+// Each mutant replaces one exact string of one file. The file on disk is
+// never touched: the mutated copy goes to a temporary directory and the
+// go command reads it in place of the original through -overlay, so an
+// interrupted run leaves the work tree as it was. For each mutant the
+// program runs
+//
+//	go test -overlay=<json> -count=1 -timeout 5m <packages...>
+//
+// with only the packages that catch that mutant (the fast ones, so the
+// whole run stays within minutes on a 2-core CI machine), and -run where
+// one test of a slow package is what catches it. A non-zero exit is a
+// catch, reported with the tests that failed; exit 0 means the mutant
+// survived, a test gap. Mutants run one after another: the go command
+// already uses every core to build and test. A mutant whose
+// string no longer occurs exactly once is stale (the code moved on and the
+// table must follow), and one that does not compile is broken (a build
+// failure would look like a catch but tests nothing); both fail the run.
+//
+// Usage, from the repository root:
+//
+//	go run ./scripts/mutants            every mutant
+//	go run ./scripts/mutants -run fp8   those whose file or reason matches
+//	go run ./scripts/mutants -v         print the test output of survivors
+//
+// The exit status is 1 if any mutant survived, is stale or is broken.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// mutant is one planted bug: old, which must occur exactly once in file,
+// becomes new; a test of pkgs must then fail.
+type mutant struct {
+	file     string   // relative to the repository root
+	old, new string   // exact text
+	pkgs     []string // packages whose tests must catch it, fastest first
+	tests    string   // go test -run pattern, "" for every test of pkgs
+	reason   string   // the bug it plants, in one line
+}
+
+// mutants is the table. Every entry is a real bug (wrong results, a check
+// that no longer checks, a wrong instruction), not a performance change or
+// a cosmetic one, which tests rightly ignore. Each names the packages that
+// catch it today; keep them the fastest that do.
+var mutants = []mutant{
+	// fp8: the reference encoder every kernel is held to.
+	{
+		file:   "fp8/fp8.go",
+		old:    "r := (sig + half - 1 + ((sig >> shift) & 1)) >> shift",
+		new:    "r := (sig + half) >> shift",
+		pkgs:   []string{"./fp8", "./internal/refnum"},
+		reason: "FP8 encoder rounds ties up instead of to even",
+	},
+	{
+		file:   "fp8/fp8.go",
+		old:    "Bias: 8, FNUZ: true, Max: 240}",
+		new:    "Bias: 8, FNUZ: true, Max: 256}",
+		pkgs:   []string{"./fp8"},
+		reason: "e4m3fnuz's largest finite value is 256 instead of 240",
+	},
+	// internal/refnum: the ops' independent reference arithmetic.
+	{
+		file:   "internal/refnum/refnum.go",
+		old:    "case t.codes[i-1]&1 == 0:",
+		new:    "case t.codes[i-1]&1 == 1:",
+		pkgs:   []string{"./internal/refnum"},
+		reason: "reference FP8 encoder breaks ties to the odd code",
+	},
+	// target: the formats are a property of the hardware.
+	{
+		file:   "target/target.go",
+		old:    "E4M3: fp8.E4M3FNUZ, E5M2: fp8.E5M2FNUZ",
+		new:    "E4M3: fp8.E4M3FNUZ, E5M2: fp8.E5M2",
+		pkgs:   []string{"./target"},
+		reason: "gfx942 quantizes e5m2 in OCP e5m2 instead of e5m2fnuz",
+	},
+	// ir: the semantics the interpreter and constant folding share.
+	{
+		file:   "ir/eval.go",
+		old:    "u = uint64(uint32(a))",
+		new:    "u = uint64(a)",
+		pkgs:   []string{"./backend"},
+		reason: "logical shift right (shr_u) of an i32 sign-extends",
+	},
+	{
+		file:   "ir/eval.go",
+		old:    "case OpShr:\n\t\t\treturn Trunc(d, a>>(uint(c)%bits)), nil\n\t\tcase OpShrU:",
+		new:    "case OpShr, OpShrU:",
+		pkgs:   []string{"./backend"},
+		reason: "arithmetic shift right (shr) zero-fills like shr_u",
+	},
+	{
+		file:   "ir/verify.go",
+		old:    "if info.phase&c.phase == 0 {",
+		new:    "if false && info.phase&c.phase == 0 {",
+		pkgs:   []string{"./ir"},
+		reason: "verifier accepts an op outside its phase (an unlowered op after lowering)",
+	},
+	// expr: grids and constraints are written as expressions.
+	{
+		file:   "expr/expr.go",
+		old:    "return a[0]/a[1] + b2i(a[0]%a[1] != 0), nil",
+		new:    "return a[0]/a[1], nil",
+		pkgs:   []string{"./expr"},
+		reason: "cdiv rounds down, so a grid misses the last partial block",
+	},
+	// schedule: bad points refused, resources held to the target.
+	{
+		file:   "schedule/schedule.go",
+		old:    "return d.Kind != Pow2Range || x > 0 && x&(x-1) == 0, nil",
+		new:    "return d.Kind != Pow2Range || x > 0, nil",
+		pkgs:   []string{"./ops"},
+		reason: "a power-of-two knob's domain accepts any positive value",
+	},
+	{
+		file:   "schedule/schedule.go",
+		old:    "case r.Regs > t.RegsLane:",
+		new:    "case r.Regs > 2*t.RegsLane:",
+		pkgs:   []string{"./schedule"},
+		reason: "register check allows twice the per-lane limit",
+	},
+	// lower: layouts, vectors, owner predicates, reductions, folding.
+	{
+		file:   "lower/vectorize.go",
+		old:    "m.Uniform = m.Vec > 1 && info[v.Mask()].constant[ax] >= m.Vec",
+		new:    "m.Uniform = m.Vec > 1",
+		pkgs:   []string{"./interp"},
+		reason: "every vector access claims a mask uniform over the vector",
+	},
+	{
+		file:   "lower/axis.go",
+		old:    "a.constant[i] = min(x.constant[i], y.constant[i])\n\t\t\t}\n\t\tcase ir.OpCast:",
+		new:    "a.constant[i] = max(x.constant[i], y.constant[i])\n\t\t\t}\n\t\tcase ir.OpCast:",
+		pkgs:   []string{"./ops"},
+		reason: "and/or of masks is taken constant over the longer run of its operands (max, not min)",
+	},
+	{
+		file:   "lower/expand.go",
+		old:    "own := e.bin(ir.OpLt, e.raw(xt, d), e.i32(extent[d]))",
+		new:    "own := e.bin(ir.OpLe, e.raw(xt, d), e.i32(extent[d]))",
+		pkgs:   []string{"./interp"},
+		reason: "a sum counts the first replica past the extent (owner test < becomes <=)",
+	},
+	{
+		file:   "lower/expand.go",
+		old:    "First: l.LaneStride(d)",
+		new:    "First: 2 * l.LaneStride(d)",
+		pkgs:   []string{"./interp"},
+		reason: "the reduction butterfly starts at twice the lane distance, skipping partners",
+	},
+	{
+		file:   "lower/layout.go",
+		old:    "\t\t\t\tc := f.NewValue(ir.OpConvert,",
+		new:    "\t\t\t\tcontinue\n\t\t\t\tc := f.NewValue(ir.OpConvert,",
+		pkgs:   []string{"./lower"},
+		reason: "insertConverts leaves data in a layout other than its user needs (no convert)",
+	},
+	{
+		file:   "lower/simplify.go",
+		old:    "case ir.OpMul:\n\t\tif isConst(y, 1) {",
+		new:    "case ir.OpMul:\n\t\tif isConst(y, 2) {",
+		pkgs:   []string{"./interp"},
+		reason: "simplify folds x*2 to x (the x*1 identity on the wrong constant)",
+	},
+	// interp: the checks that hold lowering to what the GPU needs.
+	{
+		file:   "interp/interp.go",
+		old:    "if r.wEpoch[i] == e && r.wLane[i] != int32(lane) {\n\t\t\treturn fmt.Errorf(\"LDS race: lane %d reads",
+		new:    "if false && r.wEpoch[i] == e && r.wLane[i] != int32(lane) {\n\t\t\treturn fmt.Errorf(\"LDS race: lane %d reads",
+		pkgs:   []string{"./interp"},
+		reason: "the LDS race tracker no longer checks a read against another lane's write",
+	},
+	// emit: the C the GPU compiles. The golden mutants run TestGolden
+	// alone: it compares the emitted text, while TestAMDCompile would put
+	// every changed kernel through hipcc (a minute) to learn nothing more.
+	{
+		file:   "emit/prelude.go",
+		old:    `"e5m2": "e5m2x2"`,
+		new:    `"e5m2": "e4m3x2"`,
+		pkgs:   []string{"./emit"},
+		reason: "sm_90's hardware e5m2 convert emits the e4m3 instruction",
+	},
+	{
+		file:   "emit/access.go",
+		old:    "if shift := (j * size % 4) * 8; shift > 0 {",
+		new:    "if shift := (j * size % 4) * 4; shift > 0 {",
+		pkgs:   []string{"./golden"},
+		tests:  "^TestGolden$",
+		reason: "a vector store packs sub-word elements at half their bit offsets",
+	},
+	{
+		file:   "emit/access.go",
+		old:    `"for (int off = %d; off <= %d; off <<= 1)"`,
+		new:    `"for (int off = %d; off < %d; off <<= 1)"`,
+		pkgs:   []string{"./golden"},
+		tests:  "^TestGolden$",
+		reason: "the emitted butterfly loop stops before its last shuffle",
+	},
+	// ops: the kernels themselves.
+	{
+		file:   "ops/cast.go",
+		old:    "s := b.Div(b.FP8Max(c.Format), b.Max(amax, Eps))",
+		new:    "s := b.Div(b.FP8Max(c.Format), amax)",
+		pkgs:   []string{"./ops"},
+		reason: "the kernel's scale has no eps floor, so a zero row divides by zero",
+	},
+	{
+		file:   "ops/cast.go",
+		old:    "\tif c.Flag(\"pow2\") {\n\t\ts = b.Pow2Floor(s)\n\t}\n\treturn s.Named(\"scale\")",
+		new:    "\treturn s.Named(\"scale\")",
+		pkgs:   []string{"./ops"},
+		reason: "the kernel ignores the pow2 option and keeps unrounded scales",
+	},
+	// runtime: what the CPU-only runtime tests hold.
+	{
+		file:   "runtime/device.go",
+		old:    "slots[i], sizes[i] = uint64(uint32(v)), 4\n\t\tcase uint32:",
+		new:    "slots[i], sizes[i] = uint64(uint32(v)), 8\n\t\tcase uint32:",
+		pkgs:   []string{"./runtime"},
+		reason: "packArgs passes an int32 argument as 8 bytes",
+	},
+	{
+		file:   "runtime/jit.go",
+		old:    "\tfield(toolVersion)\n",
+		new:    "",
+		pkgs:   []string{"./runtime"},
+		reason: "the JIT cache key ignores the compiler's version (stale binaries after an upgrade)",
+	},
+}
+
+func main() {
+	runFlag := flag.String("run", "", "run only the mutants whose file or reason matches this regular expression")
+	verbose := flag.Bool("v", false, "print the test output of mutants that survive")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "mutants: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
+	var sel *regexp.Regexp
+	if *runFlag != "" {
+		var err error
+		if sel, err = regexp.Compile(*runFlag); err != nil {
+			fmt.Fprintf(os.Stderr, "mutants: -run: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mutants: %v\n", err)
+		os.Exit(2)
+	}
+	// Ctrl-C stops the running go test; the deferred clean-up of the
+	// temporary directory still runs, and the originals were never touched.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, root, sel, *verbose))
+}
+
+// repoRoot is the directory of the main module's go.mod, so the program
+// works from any directory inside the repository.
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside a Go module; run from the repository root")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// outcome of one mutant.
+type outcome int
+
+const (
+	caught outcome = iota
+	survived
+	stale  // old does not occur exactly once
+	broken // the mutant does not build: a failure that tests nothing
+	failed // the check itself could not run
+)
+
+func (o outcome) String() string {
+	return [...]string{"caught", "SURVIVED", "STALE", "BROKEN", "ERROR"}[o]
+}
+
+func run(ctx context.Context, root string, sel *regexp.Regexp, verbose bool) int {
+	tmp, err := os.MkdirTemp("", "fp8gen-mutants-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mutants: %v\n", err)
+		return 2
+	}
+	defer os.RemoveAll(tmp)
+
+	start := time.Now()
+	count := map[outcome]int{}
+	planted := 0
+	for i, m := range mutants {
+		if sel != nil && !sel.MatchString(m.file) && !sel.MatchString(m.reason) {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		planted++
+		t0 := time.Now()
+		o, detail, output := try(ctx, root, filepath.Join(tmp, fmt.Sprint(i)), m, verbose)
+		count[o]++
+		// One line a mutant; what caught it (or why it counts as a
+		// failure) goes last, as it varies in length.
+		fmt.Printf("%-8s %-25s %-86s %5.1fs  %s\n", o, m.file, m.reason, time.Since(t0).Seconds(), detail)
+		// A broken mutant's build errors say what to fix in the table; a
+		// survivor's test output (with -v) says what the tests did run.
+		if o == broken || o == failed || (o == survived && verbose) {
+			fmt.Println(indent(output))
+		}
+	}
+	fmt.Printf("\nplanted %d, caught %d, survived %d", planted, count[caught], count[survived])
+	for _, o := range []outcome{stale, broken, failed} {
+		if count[o] > 0 {
+			fmt.Printf(", %s %d", strings.ToLower(o.String()), count[o])
+		}
+	}
+	fmt.Printf(" (%.0fs)\n", time.Since(start).Seconds())
+	if ctx.Err() != nil {
+		fmt.Println("interrupted")
+		return 1
+	}
+	if planted == 0 {
+		fmt.Println("no mutant matches -run")
+		return 1
+	}
+	if planted != count[caught] {
+		return 1
+	}
+	return 0
+}
+
+// try plants m in a copy under dir and runs its packages' tests against
+// it, with go test -v where verbose. It returns the outcome, a line of
+// detail, and the go test output.
+func try(ctx context.Context, root, dir string, m mutant, verbose bool) (outcome, string, string) {
+	orig := filepath.Join(root, filepath.FromSlash(m.file))
+	src, err := os.ReadFile(orig)
+	if err != nil {
+		return stale, err.Error(), ""
+	}
+	if n := strings.Count(string(src), m.old); n != 1 {
+		return stale, fmt.Sprintf("the old text occurs %d times in %s; want exactly once", n, m.file), ""
+	}
+	if m.old == m.new || len(m.pkgs) == 0 {
+		return failed, "the table entry plants nothing or names no package", ""
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return failed, err.Error(), ""
+	}
+	// The copy keeps the original's base name, so that compiler messages
+	// name the file they always did.
+	mutated := filepath.Join(dir, filepath.Base(orig))
+	if err := os.WriteFile(mutated, []byte(strings.Replace(string(src), m.old, m.new, 1)), 0o644); err != nil {
+		return failed, err.Error(), ""
+	}
+	overlay, err := json.Marshal(struct{ Replace map[string]string }{map[string]string{orig: mutated}})
+	if err != nil {
+		return failed, err.Error(), ""
+	}
+	overlayPath := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlayPath, overlay, 0o644); err != nil {
+		return failed, err.Error(), ""
+	}
+
+	args := []string{"test", "-overlay=" + overlayPath, "-count=1", "-timeout", "5m"}
+	if m.tests != "" {
+		args = append(args, "-run", m.tests)
+	}
+	if verbose {
+		args = append(args, "-v") // a survivor's output then shows which tests ran, and which skipped
+	}
+	args = append(args, m.pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	// A missing hipcc skips the AMD compile check rather than failing it,
+	// so that only a planted bug can make the tests fail (a skip does not
+	// count as a catch).
+	cmd.Env = append(os.Environ(), "FP8GEN_REQUIRE_HIPCC=0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	text := out.String()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return survived, "every test passed with the bug in", text
+	case ctx.Err() != nil:
+		return failed, "interrupted", text
+	case !errors.As(err, &exit):
+		return failed, err.Error(), text
+	case strings.Contains(text, "[build failed]") || strings.Contains(text, "[setup failed]"):
+		return broken, "the mutant does not build, so its failure tests nothing", text
+	}
+	return caught, "by " + failures(text), text
+}
+
+// failures names what failed in go test output: the top-level tests that
+// failed, a panic, or the packages, so that a catch can be told from an
+// accident (a catch by the wrong test is worth a look).
+func failures(out string) string {
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "--- FAIL: "):
+			add(strings.Fields(l)[2])
+		case strings.HasPrefix(l, "panic: "):
+			add("a panic")
+		case strings.HasPrefix(l, "FAIL\t") && len(names) == 0:
+			add(strings.Fields(l)[1])
+		}
+	}
+	if len(names) == 0 {
+		return "a failing exit status"
+	}
+	if len(names) > 4 {
+		names = append(names[:4], fmt.Sprintf("and %d more", len(names)-4))
+	}
+	return strings.Join(names, ", ")
+}
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return "    | " + strings.ReplaceAll(s, "\n", "\n    | ")
+}
