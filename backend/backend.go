@@ -273,12 +273,15 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 	return pr, nil
 }
 
-// Poison fills the outputs that kernels must write with 0xA5, so a result
-// nothing wrote cannot pass for a right one.
-func (pr *Prepared) Poison() error {
+// Poison is the byte Run fills outputs with before the launch.
+const Poison = 0xA5
+
+// Poison fills the outputs that kernels must write with the byte v, so a
+// result nothing wrote cannot pass for a right one.
+func (pr *Prepared) Poison(v byte) error {
 	for _, o := range pr.outputs {
 		if o.Role == ops.Output {
-			if err := pr.g.Dev.Memset(pr.bufs[o.Name], 0xA5); err != nil {
+			if err := pr.g.Dev.Memset(pr.bufs[o.Name], v); err != nil {
 				return err
 			}
 		}
@@ -397,7 +400,7 @@ func (g *GPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
 		return Stats{}, err
 	}
 	defer pr.Free()
-	if err := pr.Poison(); err != nil {
+	if err := pr.Poison(Poison); err != nil {
 		return pr.Stats, err
 	}
 	start, err := g.Dev.NewEvent()

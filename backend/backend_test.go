@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -24,17 +26,72 @@ func openGPU(t *testing.T) *GPU {
 	return g
 }
 
-var gpuShapes = []ops.Shape{
+// runTwice runs p on the GPU from in twice, the outputs poisoned with a
+// different byte each time, and fails unless both runs wrote the same bits:
+// a race, or an element no lane writes, shows as a difference. It also
+// fails if the runs leave device memory allocated. It returns the outputs.
+func runTwice(t *testing.T, g *GPU, p *ops.Plan, in map[string]*ops.Tensor) map[string]*ops.Tensor {
+	t.Helper()
+	bufs, live := g.Dev.Live()
+	var outs [2]map[string]*ops.Tensor
+	for i, poison := range []byte{Poison, ^byte(Poison)} {
+		all, out := p.WithOutputs(in)
+		pr, err := g.Prepare(context.Background(), p, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pr.Poison(poison)
+		if err == nil {
+			err = pr.Launch()
+		}
+		if err == nil {
+			err = pr.Download(all)
+		}
+		pr.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = out
+	}
+	for name, a := range outs[0] {
+		if b := outs[1][name]; !bytes.Equal(a.Data, b.Data) {
+			t.Errorf("%s: two runs of the same input wrote different bits (poison %#x vs %#x)", name, Poison, ^byte(Poison))
+		}
+	}
+	if b2, n2 := g.Dev.Live(); b2 != bufs || n2 != live {
+		t.Errorf("device memory leaked: %d buffers (%d B) live before, %d (%d B) after", bufs, live, b2, n2)
+	}
+	return outs[0]
+}
+
+var allGPUShapes = []ops.Shape{
 	{"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 33, "K": 1000}, {"M": 130, "K": 17},
 	{"M": 256, "K": 4096}, {"M": 1023, "K": 771}, {"M": 4096, "K": 14336}, {"M": 5000, "K": 64},
+}
+
+// gpuShapes are the shapes the GPU tests run; FP8GEN_GPU_SMALL=1 (under
+// compute-sanitizer, which is slow) keeps those of at most 2^20 elements.
+func gpuShapes() []ops.Shape {
+	if os.Getenv("FP8GEN_GPU_SMALL") != "1" {
+		return allGPUShapes
+	}
+	var small []ops.Shape
+	for _, sh := range allGPUShapes {
+		if sh["M"]*sh["K"] <= 1<<20 {
+			small = append(small, sh)
+		}
+	}
+	return small
 }
 
 func TestGPUOpsMatchReference(t *testing.T) {
 	g := openGPU(t)
 	t.Logf("device %s → target %s (e4m3 = %s)", g.Dev.Props().Name, g.T.Name, g.T.E4M3.Name)
+	twice := 0
+	defer func() { t.Logf("%d plans run twice, bits equal", twice) }()
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
-		for _, sh := range gpuShapes {
+		for _, sh := range gpuShapes() {
 			for _, o := range []ops.Options{{}, {"in": "f32", "fp8": "e5m2", "pow2": "true"}} {
 				for _, adv := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/%v/%v/adv=%v", name, sh, o, adv), func(t *testing.T) {
@@ -43,14 +100,10 @@ func TestGPUOpsMatchReference(t *testing.T) {
 							t.Fatal(err)
 						}
 						in := ops.Inputs(p.Call, 11, adv)
-						want := op.Reference(p.Call, in)
-						all, out := p.WithOutputs(in)
-						if _, err := g.Run(p, all); err != nil {
-							t.Fatal(err)
-						}
-						if err := ops.Compare(want, out); err != nil {
+						if err := ops.Compare(op.Reference(p.Call, in), runTwice(t, g, p, in)); err != nil {
 							t.Error(err)
 						}
+						twice++
 					})
 				}
 			}
@@ -62,6 +115,8 @@ func TestGPUOpsMatchReference(t *testing.T) {
 func TestGPUEverySchedule(t *testing.T) {
 	g := openGPU(t)
 	sh := ops.Shape{"M": 300, "K": 520}
+	twice := 0
+	defer func() { t.Logf("%d schedules run twice, bits equal", twice) }()
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
 		c, err := op.NewCall(g.T, ops.Shape{"M": 4096, "K": 4096}, nil)
@@ -79,13 +134,10 @@ func TestGPUEverySchedule(t *testing.T) {
 					t.Skipf("infeasible: %v", err)
 				}
 				in := ops.Inputs(p.Call, 5, true)
-				all, out := p.WithOutputs(in)
-				if _, err := g.Run(p, all); err != nil {
-					t.Fatal(err)
-				}
-				if err := ops.Compare(op.Reference(p.Call, in), out); err != nil {
+				if err := ops.Compare(op.Reference(p.Call, in), runTwice(t, g, p, in)); err != nil {
 					t.Error(err)
 				}
+				twice++
 			})
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // checked against plain Go.
 
 func TestCapabilities(t *testing.T) {
-	for _, c := range captest.Cases {
+	for _, c := range captest.All() {
 		for _, tn := range target.Names() {
 			t.Run(c.Name+"/"+tn, func(t *testing.T) {
 				tg, _ := target.Lookup(tn)
@@ -39,7 +39,7 @@ func TestCapabilities(t *testing.T) {
 
 func TestGPUCapabilities(t *testing.T) {
 	g := openGPU(t)
-	for _, c := range captest.Cases {
+	for _, c := range captest.All() {
 		t.Run(c.Name, func(t *testing.T) {
 			f := c.Lower(t, g.T)
 			grid, args := c.Inputs(rand.New(rand.NewPCG(1, 2)))
@@ -47,6 +47,9 @@ func TestGPUCapabilities(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Want(t, args)
+			if bufs, bytes := g.Dev.Live(); bufs != 0 {
+				t.Errorf("RunFunc left %d buffers (%d B) allocated", bufs, bytes)
+			}
 		})
 	}
 }

@@ -68,7 +68,7 @@ func TestInterpreterRunsWhatTheEmitterPrints(t *testing.T) {
 				}
 			}
 		}
-		for _, c := range captest.Cases {
+		for _, c := range captest.All() {
 			f := c.Lower(t, tg)
 			grid, args := c.Inputs(rand.New(rand.NewPCG(1, 2)))
 			oneSource(t, f, grid, args)

@@ -279,16 +279,16 @@ func TestRelaxedAmaxHasNoCacheMaintenance(t *testing.T) {
 
 // TestAMDCompileCapabilities compiles the kernel of each IR capability
 // (package captest: i64 tensors, a third grid axis, hints, if regions,
-// rotations, bitcasts and shifts, atomics with results) for gfx942 with
-// CI's hipcc: what the emitter writes for them is valid HIP, with no
-// spills and the LDS lowering planned.
+// rotations, bitcasts and shifts, atomics with results, every bf16 to
+// each FP8 format) for gfx942 with CI's hipcc: what the emitter writes for
+// them is valid HIP, with no spills and the LDS lowering planned.
 func TestAMDCompileCapabilities(t *testing.T) {
 	tg, err := target.Lookup("gfx942")
 	if err != nil {
 		t.Fatal(err)
 	}
 	requireHipcc(t)
-	for _, c := range captest.Cases {
+	for _, c := range captest.All() {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
 			f := c.Lower(t, tg)

@@ -60,6 +60,10 @@ type Device struct {
 	stream  unsafe.Pointer // launches and event records go here
 	props   Props
 	closed  bool
+	// Buffers allocated and not yet freed, and their bytes: tests hold
+	// every path to returning what it took.
+	liveBufs  int
+	liveBytes int64
 }
 
 // Open opens device ordinal, loading the driver library on first use.
@@ -270,7 +274,17 @@ func (d *Device) Alloc(bytes int) (*Buffer, error) {
 		return nil, err
 	}
 	b.ptr = p
+	d.liveBufs++
+	d.liveBytes += int64(bytes)
 	return b, nil
+}
+
+// Live is the number of buffers allocated on d and not freed, and their
+// bytes (zero-byte buffers hold no memory and are not counted).
+func (d *Device) Live() (buffers int, bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.liveBufs, d.liveBytes
 }
 
 // Free releases the buffer. Freeing twice, or after the device was closed
@@ -290,6 +304,8 @@ func (b *Buffer) Free() error {
 	if b.ptr == 0 {
 		return nil
 	}
+	d.liveBufs--
+	d.liveBytes -= int64(b.size)
 	return d.cFree(b.ptr)
 }
 

@@ -301,6 +301,9 @@ func TestGPUMemory(t *testing.T) {
 	if err := z.Free(); err != nil {
 		t.Fatal(err)
 	}
+	if bufs, live := d.Live(); bufs != 2 || live != 2*n {
+		t.Errorf("Live() = %d buffers, %d B; want 2, %d B (b and c; Alloc(0) holds nothing)", bufs, live, 2*n)
+	}
 	f, err := d.Alloc(16)
 	if err != nil {
 		t.Fatal(err)
@@ -310,6 +313,9 @@ func TestGPUMemory(t *testing.T) {
 	}
 	if err := f.Free(); err != nil {
 		t.Errorf("second Free: %v", err)
+	}
+	if bufs, live := d.Live(); bufs != 2 || live != 2*n {
+		t.Errorf("after freeing f twice, Live() = %d buffers, %d B; want 2, %d B", bufs, live, 2*n)
 	}
 	if err := d.Upload(f, []byte{1}); err == nil || !strings.Contains(err.Error(), "freed") {
 		t.Errorf("Upload to a freed buffer: %v", err)
@@ -336,6 +342,9 @@ func TestGPUOutOfMemory(t *testing.T) {
 	}
 	if d.Props().Vendor == target.NVIDIA && !strings.HasPrefix(msg, "cuMemAlloc_v2(1099511627776 B): CUDA_ERROR_OUT_OF_MEMORY: ") {
 		t.Errorf("error %q: want cuMemAlloc_v2(1099511627776 B): CUDA_ERROR_OUT_OF_MEMORY: ...", msg)
+	}
+	if bufs, _ := d.Live(); bufs != 0 {
+		t.Errorf("a failed Alloc left %d buffers counted live", bufs)
 	}
 	// The device still works afterwards.
 	if b, err := d.Alloc(1 << 20); err != nil {

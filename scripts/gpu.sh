@@ -9,7 +9,11 @@
 # It runs the runtime and backend GPU tests (every op, shape, option and
 # schedule bit for bit against the reference, the IR capability kernels,
 # the sum's determinism, a 3.28e9-element tensor; they fail rather than
-# skip with FP8GEN_REQUIRE_GPU=1), then the benchmark. With BASELINE (an
+# skip with FP8GEN_REQUIRE_GPU=1; each plan runs twice and must write the
+# same bits, and leave no device memory allocated), then compute-sanitizer's
+# memcheck, racecheck, synccheck and initcheck over every op at the small
+# odd shapes and the capability kernels (SANITIZE=0 skips them), then the
+# benchmark. With BASELINE (an
 # fp8gen binary built from another commit) it times both, interleaved
 # twice, without the PyTorch peers: a before/after comparison in one run.
 set -uo pipefail
@@ -24,6 +28,14 @@ echo "runtime GPU tests: rc=$?"
 "$bin/backend.test" -test.v -test.run GPU -test.timeout 8m > "$out/backend-tests.log" 2>&1
 echo "backend GPU tests: rc=$? ($(grep -c -- '--- PASS' "$out/backend-tests.log") passed, $(grep -c -- '--- FAIL' "$out/backend-tests.log") failed)"
 grep -A3 -- '--- FAIL' "$out/backend-tests.log" | head -40
+if [ "${SANITIZE:-1}" = 1 ]; then
+	for tool in memcheck racecheck synccheck initcheck; do
+		FP8GEN_GPU_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+			"$bin/backend.test" -test.run 'GPUOpsMatchReference|GPUCapabilities' -test.timeout 9m \
+			> "$out/sanitizer-$tool.log" 2>&1
+		echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -1)"
+	done
+fi
 if [ -n "$base" ]; then
 	for i in 1 2; do
 		for b in "$base" "$bin/fp8gen"; do

@@ -125,7 +125,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if *check {
-			if err := pr.Poison(); err != nil {
+			if err := pr.Poison(backend.Poison); err != nil {
 				return err
 			}
 			if err := pr.Launch(); err != nil {

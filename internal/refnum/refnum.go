@@ -151,3 +151,16 @@ func EncodeFP8(f *fp8.Format, x float32) uint8 {
 	}
 	return c
 }
+
+// DecodeFP8 is code c's value in format f, from the format's fields: NaN
+// for NaN codes, ±Inf for the infinities of formats that have them.
+func DecodeFP8(f *fp8.Format, c uint8) float32 {
+	if v, ok := value(f, c); ok {
+		return float32(v) // exact: every FP8 value is an f32
+	}
+	e := int(c>>f.ManBits) & (1<<f.ExpBits - 1)
+	if f.HasInf && e == 1<<f.ExpBits-1 && c&(1<<f.ManBits-1) == 0 {
+		return float32(math.Inf(1 - 2*int(c>>7)))
+	}
+	return float32(math.NaN())
+}

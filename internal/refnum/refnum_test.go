@@ -58,3 +58,15 @@ func TestMaxNumAndPow2Floor(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeAgreesWithPackageFP8(t *testing.T) {
+	for _, f := range fp8.Formats() {
+		for c := 0; c < 256; c++ {
+			got, want := DecodeFP8(f, uint8(c)), f.Decode(uint8(c))
+			bothNaN := math.IsNaN(float64(got)) && math.IsNaN(float64(want))
+			if !bothNaN && math.Float32bits(got) != math.Float32bits(want) {
+				t.Errorf("%s: DecodeFP8(%#02x) = %v; package fp8 says %v", f.Name, c, got, want)
+			}
+		}
+	}
+}
