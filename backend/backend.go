@@ -35,6 +35,7 @@ type Stats struct {
 	Elapsed time.Duration // wall time of the launches (CPU) or device time (GPU)
 	Compile time.Duration // JIT time, GPU only
 	Hits    int           // JIT cache hits
+	Rebuilt []string      // JIT cache entries that were damaged and rebuilt: why, each
 }
 
 // CPU runs plans in the interpreter as if on t.
@@ -116,6 +117,9 @@ func (g *GPU) kernel(ctx context.Context, f *ir.Func, comment string, st *Stats)
 		st.Compile += info.Duration
 		if info.Hit {
 			st.Hits++
+		}
+		if info.Rebuilt != "" {
+			st.Rebuilt = append(st.Rebuilt, info.Rebuilt)
 		}
 	}
 	m, err := g.Dev.LoadModule(img)

@@ -43,10 +43,17 @@
 // (--cubin -arch=sm_90 --fmad=false) or hipcc (--genco --offload-arch=gfx942
 // -ffp-contract=off), run as a subprocess. Images are cached on disk under
 // os.UserCacheDir()/fp8gen/jit (or $FP8GEN_CACHE) keyed by the sha256 of the
-// source, target, compiler path, compiler version and flags. Entries are
-// written to a temporary file, fsynced and renamed, so readers never see
-// a partial image and concurrent processes race harmlessly; within a process,
-// concurrent requests for one key compile once. A failed compile returns a
-// *CompileError carrying the compiler's messages and the numbered source
-// lines they point at.
+// source, target, compiler path, compiler version and flags. An entry is
+// one file, KEY.jit: a header with the sha256 and lengths of the compiler
+// log and the image, then both. Entries are written to a temporary file,
+// fsynced and renamed, so readers never see a partial image (a test kills
+// a writer mid-write with SIGKILL) and concurrent processes race
+// harmlessly; an entry whose hash does not match is rebuilt
+// (CompileInfo.Rebuilt says why), and a killed writer's temporary file is
+// removed once it is an hour old. Within a process, concurrent requests
+// for one key compile once. The compiler runs in its own process group
+// under a time limit (Compiler.Timeout, $FP8GEN_JIT_TIMEOUT, 5 minutes by
+// default) and is killed with its children past it (ErrCompilerTimeout).
+// A failed compile returns a *CompileError carrying the compiler's
+// messages and the numbered source lines they point at.
 package runtime

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
@@ -29,6 +31,30 @@ type Compiler struct {
 	// CacheDir holds compiled images. Empty means $FP8GEN_CACHE, or else
 	// os.UserCacheDir()/fp8gen/jit.
 	CacheDir string
+	// Timeout bounds each run of the compiler; one that runs longer is
+	// killed, with its children. Zero means $FP8GEN_JIT_TIMEOUT (a Go
+	// duration, "90s"), or else DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DefaultTimeout is how long a compile may take unless told otherwise:
+// an fp8gen kernel compiles in seconds, so a compiler still running after
+// this has hung.
+const DefaultTimeout = 5 * time.Minute
+
+func (c *Compiler) timeout() (time.Duration, error) {
+	if c != nil && c.Timeout > 0 {
+		return c.Timeout, nil
+	}
+	v := os.Getenv("FP8GEN_JIT_TIMEOUT")
+	if v == "" {
+		return DefaultTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("runtime: $FP8GEN_JIT_TIMEOUT=%q is not a positive duration (like 90s or 10m)", v)
+	}
+	return d, nil
 }
 
 // CompileInfo describes one Compile call.
@@ -36,6 +62,7 @@ type CompileInfo struct {
 	Hit         bool          // the image came from the cache
 	Duration    time.Duration // wall time of the call, hit or miss
 	Key         string        // cache key (hex sha256)
+	Rebuilt     string        // why a cache entry that was there could not be used ("" if none was, or it was)
 	Tool        string        // compiler path
 	ToolVersion string        // the telling line of `tool --version`
 	Log         string        // compiler stderr (e.g. ptxas -v), kept with the cache entry
@@ -130,7 +157,7 @@ type versionKey struct {
 	mtime time.Time
 }
 
-func toolVersion(ctx context.Context, tool string) (string, error) {
+func toolVersion(ctx context.Context, tool string, limit time.Duration) (string, error) {
 	st, err := os.Stat(tool)
 	if err != nil {
 		return "", fmt.Errorf("runtime: %w", err)
@@ -141,11 +168,11 @@ func toolVersion(ctx context.Context, tool string) (string, error) {
 	if v, ok := versions.m[k]; ok {
 		return v, nil
 	}
-	out, err := exec.CommandContext(ctx, tool, "--version").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("runtime: %s --version: %v: %s", tool, err, bytes.TrimSpace(out))
+	var out bytes.Buffer
+	if err := runTool(ctx, limit, exec.Command(tool, "--version"), &out, &out); err != nil {
+		return "", fmt.Errorf("runtime: %s --version: %w: %s", tool, err, bytes.TrimSpace(out.Bytes()))
 	}
-	v := strings.TrimSpace(string(out))
+	v := strings.TrimSpace(out.String())
 	versions.m[k] = v
 	return v, nil
 }
@@ -171,7 +198,7 @@ func cacheKey(src, targetName, tool, toolVersion string, flags []string) string 
 		fmt.Fprintf(h, "%d:", len(s))
 		h.Write([]byte(s))
 	}
-	field("fp8gen-jit-1")
+	field("fp8gen-jit-2")
 	field(src)
 	field(targetName)
 	field(tool)
@@ -215,7 +242,11 @@ func (c *Compiler) Compile(ctx context.Context, src string, t *target.Target, ke
 	if err != nil {
 		return nil, info, fmt.Errorf("%w (needed for target %s)", err, t.Name)
 	}
-	ver, err := toolVersion(ctx, tool)
+	limit, err := c.timeout()
+	if err != nil {
+		return nil, info, err
+	}
+	ver, err := toolVersion(ctx, tool, limit)
 	if err != nil {
 		return nil, info, err
 	}
@@ -229,12 +260,14 @@ func (c *Compiler) Compile(ctx context.Context, src string, t *target.Target, ke
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, info, fmt.Errorf("runtime: JIT cache: %w", err)
 	}
-	e := entry{dir: dir, key: key, ext: tc.outExt}
-	if bin, ok := e.read(); ok {
-		info.Hit, info.Log, info.Duration = true, e.log(), time.Since(start)
+	e := entry{dir: dir, key: key}
+	bin, log, bad := e.read()
+	if bad == "" && bin != nil {
+		info.Hit, info.Log, info.Duration = true, log, time.Since(start)
 		return bin, info, nil
 	}
-	job := compileJob{tool: tool, flags: flags, tc: tc, src: src, kernel: kernelName, target: t.Name, entry: e}
+	info.Rebuilt = bad
+	job := compileJob{tool: tool, flags: flags, tc: tc, src: src, kernel: kernelName, target: t.Name, entry: e, limit: limit}
 	for {
 		call, leader, err := flight(ctx, e.path(), func() flightResult { return job.run(ctx) })
 		if err != nil {
@@ -245,6 +278,9 @@ func (c *Compiler) Compile(ctx context.Context, src string, t *target.Target, ke
 			continue // the leader's context ended, not ours: try again
 		}
 		info.Hit, info.Log, info.Duration = call.hit, call.log, time.Since(start)
+		if call.rebuilt != "" {
+			info.Rebuilt = call.rebuilt
+		}
 		if call.err != nil {
 			return nil, info, call.err
 		}
@@ -280,47 +316,115 @@ func hasIdent(src, name string) bool {
 
 // ---- cache entries ----
 
-// entry is one cache entry: KEY.cubin (or .hsaco) and KEY.log. The log is
-// written first and the image last, each by rename, so a present image is
-// a complete entry.
-type entry struct{ dir, key, ext string }
+// entry is one cache entry, the file KEY.jit: a header that gives the
+// lengths of the compiler log and the image and the sha256 of both, then
+// the log, then the image. It is written to a temporary file and renamed
+// into place, so a reader sees a whole entry or none; the hash catches
+// what rename cannot (a disk that flipped or lost bytes, an entry some
+// other program truncated), and such an entry is rebuilt, not loaded.
+type entry struct{ dir, key string }
 
-func (e entry) path() string    { return filepath.Join(e.dir, e.key+e.ext) }
-func (e entry) logPath() string { return filepath.Join(e.dir, e.key+".log") }
+const entryMagic = "fp8gen-jit-entry 2"
 
-func (e entry) read() ([]byte, bool) {
+func (e entry) path() string { return filepath.Join(e.dir, e.key+".jit") }
+
+// read returns the entry's image and log. bad says why an entry that is
+// there cannot be used; a missing entry is nil, nil, "".
+func (e entry) read() (bin []byte, log string, bad string) {
 	b, err := os.ReadFile(e.path())
-	return b, err == nil && len(b) > 0
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", ""
+	}
+	if err != nil {
+		return nil, "", fmt.Sprintf("reading %s: %v", e.path(), err)
+	}
+	bin, log, err = decodeEntry(b)
+	if err != nil {
+		return nil, "", fmt.Sprintf("%s: %v", e.path(), err)
+	}
+	return bin, log, ""
 }
 
-func (e entry) log() string {
-	b, _ := os.ReadFile(e.logPath())
-	return string(b)
+func encodeEntry(bin []byte, log string) []byte {
+	h := sha256.New()
+	h.Write([]byte(log))
+	h.Write(bin)
+	head := fmt.Sprintf("%s\nsha256 %x\nlog %d\nimage %d\n\n", entryMagic, h.Sum(nil), len(log), len(bin))
+	return slices.Concat([]byte(head), []byte(log), bin)
 }
+
+func decodeEntry(b []byte) (bin []byte, log string, err error) {
+	var sum string
+	var nlog, nbin int
+	head, body, ok := bytes.Cut(b, []byte("\n\n"))
+	if !ok {
+		return nil, "", errors.New("no entry header")
+	}
+	if _, err := fmt.Sscanf(string(head), entryMagic+"\nsha256 %64s\nlog %d\nimage %d", &sum, &nlog, &nbin); err != nil {
+		return nil, "", fmt.Errorf("bad entry header: %v", err)
+	}
+	if nlog < 0 || nbin <= 0 || nlog+nbin != len(body) {
+		return nil, "", fmt.Errorf("header says %d + %d bytes, the file holds %d", nlog, nbin, len(body))
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(body)); got != sum {
+		return nil, "", fmt.Errorf("sha256 %s, the header says %s: the entry is corrupt", got, sum)
+	}
+	return body[nlog:], string(body[:nlog]), nil
+}
+
+// testHookMidWrite, if set, runs when half an entry has been written (a
+// test kills the process there).
+var testHookMidWrite func()
 
 func (e entry) write(bin []byte, log string) error {
-	if err := writeAtomic(e.dir, e.key+".log", []byte(log)); err != nil {
+	data := encodeEntry(bin, log)
+	err := atomicfile.Write(e.path(), func(w io.Writer) error {
+		half := len(data) / 2
+		if _, err := w.Write(data[:half]); err != nil {
+			return err
+		}
+		if testHookMidWrite != nil {
+			testHookMidWrite()
+		}
+		_, err := w.Write(data[half:])
 		return err
-	}
-	return writeAtomic(e.dir, e.key+e.ext, bin)
-}
-
-// writeAtomic writes dir/name so that readers see the whole file or none;
-// an interrupted write leaves at most a hidden temporary file no reader opens.
-func writeAtomic(dir, name string, data []byte) error {
-	if err := atomicfile.WriteFile(filepath.Join(dir, name), data); err != nil {
-		return fmt.Errorf("runtime: JIT cache: writing %s: %w", filepath.Join(dir, name), err)
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: JIT cache: writing %s: %w", e.path(), err)
 	}
 	return nil
+}
+
+// staleAfter is the age past which a temporary file in the cache is taken
+// for the leftover of a killed writer and removed: a live writer renames
+// its file within seconds.
+const staleAfter = time.Hour
+
+// sweep removes the cache's stale temporary files, the leftovers of
+// writers that were killed. It is best effort: the cache works without it.
+func sweep(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, d := range ents {
+		if !strings.HasPrefix(d.Name(), ".") || !strings.Contains(d.Name(), ".tmp-") {
+			continue
+		}
+		if fi, err := d.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
+			os.Remove(filepath.Join(dir, d.Name()))
+		}
+	}
 }
 
 // ---- one compilation, shared by concurrent callers ----
 
 type flightResult struct {
-	bin []byte
-	log string
-	hit bool
-	err error
+	bin     []byte
+	log     string
+	hit     bool
+	rebuilt string
+	err     error
 }
 
 type flightCall struct {
@@ -373,13 +477,22 @@ type compileJob struct {
 	kernel string
 	target string
 	entry  entry
+	limit  time.Duration
 }
 
 func (j compileJob) run(ctx context.Context) flightResult {
 	// Another process may have written the entry since we looked.
-	if bin, ok := j.entry.read(); ok {
-		return flightResult{bin: bin, log: j.entry.log(), hit: true}
+	bin, log, bad := j.entry.read()
+	if bad == "" && bin != nil {
+		return flightResult{bin: bin, log: log, hit: true}
 	}
+	res := j.compile(ctx)
+	res.rebuilt = bad
+	sweep(j.entry.dir)
+	return res
+}
+
+func (j compileJob) compile(ctx context.Context) flightResult {
 	work, err := os.MkdirTemp("", "fp8gen-jit-")
 	if err != nil {
 		return flightResult{err: fmt.Errorf("runtime: %w", err)}
@@ -390,17 +503,20 @@ func (j compileJob) run(ctx context.Context) flightResult {
 		return flightResult{err: fmt.Errorf("runtime: %w", err)}
 	}
 	args := append(slices.Clone(j.flags), "-o", outName, srcName)
-	cmd := exec.CommandContext(ctx, j.tool, args...)
+	cmd := exec.Command(j.tool, args...)
 	cmd.Dir = work // messages then name the source k.cu / k.hip
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	runErr := runTool(ctx, j.limit, cmd, &stdout, &stderr)
 	log := stderr.String()
 	if s := strings.TrimSpace(stdout.String()); s != "" {
 		log = strings.TrimRight(log, "\n") + "\n" + s + "\n"
 	}
 	if ctx.Err() != nil {
 		return flightResult{log: log, err: fmt.Errorf("runtime: compiling %s for %s: %w", j.kernel, j.target, ctx.Err())}
+	}
+	if errors.Is(runErr, ErrCompilerTimeout) {
+		return flightResult{log: log, err: fmt.Errorf("runtime: %s compiling %s for %s: %w (%s); set FP8GEN_JIT_TIMEOUT to allow longer\n%s",
+			filepath.Base(j.tool), j.kernel, j.target, runErr, strings.Join(args, " "), log)}
 	}
 	if runErr != nil {
 		return flightResult{log: log, err: &CompileError{
@@ -417,6 +533,41 @@ func (j compileJob) run(ctx context.Context) flightResult {
 		return flightResult{log: log, err: fmt.Errorf("%w (set FP8GEN_CACHE to a writable directory)", err)}
 	}
 	return flightResult{bin: bin, log: log}
+}
+
+// ErrCompilerTimeout is wrapped when the compiler ran past its time limit
+// and was killed.
+var ErrCompilerTimeout = errors.New("the compiler did not finish in time")
+
+// runTool runs cmd, its output to stdout and stderr, within limit and ctx.
+// The compiler runs in a process group of its own, and a timeout or a
+// cancellation kills the whole group: nvcc and hipcc run their work in
+// child processes (cicc, ptxas, clang), which would otherwise live on.
+func runTool(ctx context.Context, limit time.Duration, cmd *exec.Cmd, stdout, stderr io.Writer) error {
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A grandchild that left the group and holds the pipes open cannot
+	// keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return ctx.Err()
+	case <-timer.C:
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("%w: killed after %v", ErrCompilerTimeout, limit)
+	}
 }
 
 // CompileError is a failed compilation: the compiler's messages and the

@@ -25,8 +25,11 @@ func lookup(t *testing.T, name string) *target.Target {
 
 // fakeCompiler writes a shell script that acts as nvcc/hipcc: it answers
 // --version, logs each compile (one line in count, its arguments in args),
-// takes a moment, fails with a located error on sources containing FAIL,
-// and otherwise writes "IMAGE" plus the source as the output file.
+// takes a moment ($FAKE_SLEEP seconds, 0.2 by default), fails with a
+// located error on sources containing FAIL, and otherwise writes "IMAGE"
+// plus the source as the output file. $FAKE_HANG (a file for the pid of
+// the child it hangs in), $FAKE_HANG_VERSION and $FAKE_CRASH make it hang
+// or die of SIGSEGV instead.
 type fake struct{ script, count, args string }
 
 func newFake(t *testing.T) fake {
@@ -34,7 +37,10 @@ func newFake(t *testing.T) fake {
 	dir := t.TempDir()
 	f := fake{script: filepath.Join(dir, "fakecc"), count: filepath.Join(dir, "count"), args: filepath.Join(dir, "args")}
 	body := `#!/bin/sh
-if [ "$1" = "--version" ]; then echo "fake compiler"; echo "Cuda compilation tools, release 0.0, V0.0.0"; exit 0; fi
+if [ "$1" = "--version" ]; then
+	if [ -n "$FAKE_HANG_VERSION" ]; then sleep 60; fi
+	echo "fake compiler"; echo "Cuda compilation tools, release 0.0, V0.0.0"; exit 0
+fi
 echo run >> '` + f.count + `'
 echo "$*" >> '` + f.args + `'
 out=""; src=""
@@ -45,7 +51,16 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-sleep 0.2
+if [ -n "$FAKE_HANG" ]; then
+	# Hang in a child, as nvcc does in cicc or ptxas; the child holds
+	# stderr open.
+	echo "fake: hanging" >&2
+	sleep 60 &
+	echo $! > "$FAKE_HANG"
+	wait
+fi
+if [ -n "$FAKE_CRASH" ]; then kill -SEGV $$; fi
+sleep "${FAKE_SLEEP:-0.2}"
 if grep -q FAIL "$src"; then
 	case "$src" in
 	*.hip) echo "$src:3:9: error: use of undeclared identifier 'oops'" >&2 ;;
@@ -202,7 +217,7 @@ func TestCompileOnceAndHit(t *testing.T) {
 	if info.Duration <= 0 || info.Duration > 50*time.Millisecond {
 		t.Errorf("hit took %v", info.Duration)
 	}
-	want := []string{info.Key + ".cubin", info.Key + ".log"}
+	want := []string{info.Key + ".jit"}
 	if got := cacheFiles(t, dir); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("cache holds %v, want %v", got, want)
 	}
@@ -361,29 +376,6 @@ func TestCacheDirDefault(t *testing.T) {
 	d, err := (*Compiler)(nil).dir()
 	if err == nil && !strings.HasSuffix(d, filepath.Join("fp8gen", "jit")) {
 		t.Errorf("default cache dir %s", d)
-	}
-}
-
-func TestWriteAtomic(t *testing.T) {
-	dir := t.TempDir()
-	if err := writeAtomic(dir, "a.bin", []byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(dir, "a.bin", []byte("hello again")); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "a.bin")); string(b) != "hello again" {
-		t.Errorf("content %q", b)
-	}
-	// A rename that fails (the name is taken by a directory) leaves nothing behind.
-	if err := os.Mkdir(filepath.Join(dir, "taken"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(dir, "taken", []byte("x")); err == nil {
-		t.Error("rename onto a directory succeeded")
-	}
-	if got := cacheFiles(t, dir); strings.Join(got, " ") != "a.bin taken" {
-		t.Errorf("directory holds %v after a failed write", got)
 	}
 }
 

@@ -250,6 +250,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&sb, " (JIT %v, %d cache hits)", st.Compile.Round(time.Millisecond), st.Hits)
 	}
 	sb.WriteByte('\n')
+	for _, r := range st.Rebuilt {
+		fmt.Fprintf(&sb, "  JIT cache: rebuilt a damaged entry: %s\n", r)
+	}
 	if op.Dequantize != nil {
 		abs, rel := quantError(in["x"].Floats(), op.Dequantize(p.Call, out))
 		fmt.Fprintf(&sb, "  quantization error over finite x: max |x - q·inv_scale| = %.4g, relative to |x| max %.4g\n", abs, rel)
