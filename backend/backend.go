@@ -44,6 +44,9 @@ type CPU struct{ T *target.Target }
 func (c CPU) Name() string           { return "cpu" }
 func (c CPU) Target() *target.Target { return c.T }
 func (c CPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
+	if err := p.CheckInputs(tensors); err != nil {
+		return Stats{}, err
+	}
 	start := time.Now()
 	for _, s := range p.Steps {
 		args, err := s.Args(p.Shape, tensors)
@@ -54,7 +57,8 @@ func (c CPU) Run(p *ops.Plan, tensors map[string]*ops.Tensor) (Stats, error) {
 			return Stats{}, err
 		}
 	}
-	return Stats{Elapsed: time.Since(start)}, nil
+	st := Stats{Elapsed: time.Since(start)}
+	return st, p.CheckStatus(tensors)
 }
 
 // GPU runs plans on a device.
@@ -226,8 +230,12 @@ func sizeArg(p *ir.Value, v int) any {
 	return int32(v)
 }
 
-// Prepare compiles every step and uploads the tensors.
+// Prepare checks the inputs on the host, compiles every step and uploads
+// the tensors.
 func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.Tensor) (*Prepared, error) {
+	if err := p.CheckInputs(tensors); err != nil {
+		return nil, err
+	}
 	pr := &Prepared{g: g, p: p, bufs: map[string]*runtime.Buffer{}, outputs: p.SpecsOf(ops.Output, ops.Scratch)}
 	names := slices.Sorted(maps.Keys(tensors))
 	for _, n := range names {
@@ -314,7 +322,8 @@ func (pr *Prepared) Launch() error {
 	return nil
 }
 
-// Download copies the outputs back into tensors.
+// Download copies the outputs back into tensors, and returns the bad
+// input the kernels' status words report, if any.
 func (pr *Prepared) Download(tensors map[string]*ops.Tensor) error {
 	if err := pr.g.Dev.Synchronize(); err != nil {
 		return err
@@ -324,7 +333,21 @@ func (pr *Prepared) Download(tensors map[string]*ops.Tensor) error {
 			return err
 		}
 	}
-	return nil
+	return pr.p.CheckStatus(tensors)
+}
+
+// Upload replaces a tensor's device contents, as a kernel of the caller's
+// would (the offsets a router writes): unchecked by the host, so only the
+// kernels' status words guard them.
+func (pr *Prepared) Upload(name string, data []byte) error {
+	b, ok := pr.bufs[name]
+	if !ok {
+		return fmt.Errorf("%s has no tensor %s", pr.p.Op.Name, name)
+	}
+	if len(data) != b.Size() {
+		return fmt.Errorf("%s: %d bytes for tensor %s of %d", pr.p.Op.Name, len(data), name, b.Size())
+	}
+	return pr.g.Dev.Upload(b, data)
 }
 
 // Time runs the plan warm times, then iters times, each timed with events,

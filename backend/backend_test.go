@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/fp8gen/fp8gen/ops"
@@ -64,20 +65,18 @@ func runTwice(t *testing.T, g *GPU, p *ops.Plan, in map[string]*ops.Tensor) map[
 	return outs[0]
 }
 
-var allGPUShapes = []ops.Shape{
-	{"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 33, "K": 1000}, {"M": 130, "K": 17},
-	{"M": 256, "K": 4096}, {"M": 1023, "K": 771}, {"M": 4096, "K": 14336}, {"M": 5000, "K": 64},
-}
-
-// gpuShapes are the shapes the GPU tests run; FP8GEN_GPU_SMALL=1 (under
-// compute-sanitizer, which is slow) keeps those of at most 2^20 elements.
-func gpuShapes() []ops.Shape {
+// gpuShapes are the shapes the GPU tests run op at: its test shapes and
+// its larger GPU ones; FP8GEN_GPU_SMALL=1 (under compute-sanitizer, which
+// is slow) keeps those of at most 2^20 elements in every tensor.
+func gpuShapes(op *ops.Op, tg *target.Target) []ops.Shape {
+	all := append(slices.Clone(op.Tests.Shapes), op.Tests.GPU...)
 	if os.Getenv("FP8GEN_GPU_SMALL") != "1" {
-		return allGPUShapes
+		return all
 	}
 	var small []ops.Shape
-	for _, sh := range allGPUShapes {
-		if sh["M"]*sh["K"] <= 1<<20 {
+	for _, sh := range all {
+		c, err := op.NewCall(tg, sh, nil)
+		if err == nil && !slices.ContainsFunc(c.Specs(), func(s ops.Spec) bool { return s.Elems() > 1<<20 }) {
 			small = append(small, sh)
 		}
 	}
@@ -91,8 +90,8 @@ func TestGPUOpsMatchReference(t *testing.T) {
 	defer func() { t.Logf("%d plans run twice, bits equal", twice) }()
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
-		for _, sh := range gpuShapes() {
-			for _, o := range []ops.Options{{}, {"in": "f32", "fp8": "e5m2", "pow2": "true"}} {
+		for _, sh := range gpuShapes(op, g.T) {
+			for _, o := range op.OptionSets() {
 				for _, adv := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/%v/%v/adv=%v", name, sh, o, adv), func(t *testing.T) {
 						p, err := op.NewPlan(g.T, sh, o, nil)
@@ -114,12 +113,12 @@ func TestGPUOpsMatchReference(t *testing.T) {
 // Every schedule of every op's space, on the GPU, at an odd shape.
 func TestGPUEverySchedule(t *testing.T) {
 	g := openGPU(t)
-	sh := ops.Shape{"M": 300, "K": 520}
 	twice := 0
 	defer func() { t.Logf("%d schedules run twice, bits equal", twice) }()
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
-		c, err := op.NewCall(g.T, ops.Shape{"M": 4096, "K": 4096}, nil)
+		sh := op.Tests.Odd
+		c, err := op.NewCall(g.T, op.Example, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func TestInterpreterRunsWhatTheEmitterPrints(t *testing.T) {
 		tg, _ := target.Lookup(tn)
 		for _, name := range ops.Names() {
 			op, _ := ops.Lookup(name)
-			for _, sh := range []ops.Shape{{"M": 70, "K": 300}, {"M": 4, "K": 20000}} {
+			for _, sh := range append([]ops.Shape{op.Tests.Odd}, op.Tests.Shapes...) {
 				p, err := op.NewPlan(tg, sh, nil, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -23,39 +23,19 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // variant is one plan of an op on a target: options and a shape other
-// than the op's defaults and example shape.
+// than the op's defaults and example shape (the op's Goldens).
 type variant struct {
 	name  string // "" for the defaults
 	opts  ops.Options
 	shape ops.Shape // nil: the op's example shape
 }
 
-// variants lists what each op's goldens cover beyond its defaults: for
-// rowwise, every option combination, the two-pass schedule of long rows,
-// and 64-bit indexing past 2^31 elements; for colwise, an odd shape, whose
-// sizes divide by no vector width.
+// variants lists what each op's goldens cover: the defaults, then the
+// variants its description names.
 func variants(op *ops.Op) []variant {
 	vs := []variant{{}}
-	switch op.Name {
-	case "rowwise_cast":
-		for _, fam := range []string{"e4m3", "e5m2"} {
-			for _, in := range []string{"bf16", "f32"} {
-				for _, pow2 := range []string{"false", "true"} {
-					if fam == "e4m3" && in == "bf16" && pow2 == "false" {
-						continue // the defaults
-					}
-					name := fam + "_" + in
-					if pow2 == "true" {
-						name += "_pow2"
-					}
-					vs = append(vs, variant{name: name, opts: ops.Options{"fp8": fam, "in": in, "pow2": pow2}})
-				}
-			}
-		}
-		vs = append(vs, variant{name: "two_pass", shape: ops.Shape{"M": 4096, "K": 40000}},
-			variant{name: "i64", shape: ops.Shape{"M": 65536, "K": 40000}})
-	case "colwise_cast":
-		vs = append(vs, variant{name: "odd", shape: ops.Shape{"M": 1000, "K": 333}})
+	for _, v := range op.Goldens {
+		vs = append(vs, variant{name: v.Name, opts: v.Options, shape: v.Shape})
 	}
 	return vs
 }

@@ -50,6 +50,36 @@ var twoPass = e("2 * M * K <= L2 / 2 ? 100 : 60")
 
 var benchShapes = []Shape{{"M": 8192, "K": 8192}, {"M": 16384, "K": 8192}, {"M": 32768, "K": 4096}, {"M": 4096, "K": 14336}}
 
+// castTests: odd sizes (1×1, sizes that divide by no vector width, rows
+// shorter than a wave) and, for the GPU, a few larger and lopsided shapes.
+var castTests = Tests{
+	Shapes:  []Shape{{"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 64, "K": 256}, {"M": 33, "K": 1000}, {"M": 130, "K": 17}, {"M": 4, "K": 20000}},
+	GPU:     []Shape{{"M": 256, "K": 4096}, {"M": 1023, "K": 771}, {"M": 4096, "K": 14336}, {"M": 5000, "K": 64}},
+	Options: []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
+	Odd:     Shape{"M": 40, "K": 72},
+	Wide:    Shape{"M": 1 << 16, "K": 1 << 15},
+}
+
+// castGoldens: every option set but the defaults.
+func castGoldens() []Variant {
+	var vs []Variant
+	for _, fam := range []string{"e4m3", "e5m2"} {
+		for _, in := range []string{"bf16", "f32"} {
+			for _, pow2 := range []string{"false", "true"} {
+				if fam == "e4m3" && in == "bf16" && pow2 == "false" {
+					continue // the defaults
+				}
+				name := fam + "_" + in
+				if pow2 == "true" {
+					name += "_pow2"
+				}
+				vs = append(vs, Variant{Name: name, Options: Options{"fp8": fam, "in": in, "pow2": pow2}})
+			}
+		}
+	}
+	return vs
+}
+
 // scaleOf is fmt_max / max(amax, eps), optionally rounded down to a power of two.
 func scaleOf(b *ir.Builder, amax *ir.Value, c *Call) *ir.Value {
 	s := b.Div(b.FP8Max(c.Format), b.Max(amax, Eps))
@@ -90,6 +120,10 @@ var Rowwise = register(&Op{
 	Ceiling:    e("100"),
 	Example:    Shape{"M": 4096, "K": 4096},
 	Bench:      append(benchShapes[:4:4], Shape{"M": 65536, "K": 2048}),
+	Tests:      castTests,
+	Goldens: append(castGoldens(),
+		Variant{Name: "two_pass", Shape: Shape{"M": 4096, "K": 40000}},
+		Variant{Name: "i64", Shape: Shape{"M": 65536, "K": 40000}}),
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
 		x := in["x"].Floats()
@@ -194,6 +228,7 @@ var Tensorwise = register(&Op{
 	Ceiling:     twoPass,
 	Example:     Shape{"M": 4096, "K": 4096},
 	Bench:       benchShapes,
+	Tests:       castTests,
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
@@ -286,6 +321,8 @@ var Colwise = register(&Op{
 	Ceiling:     twoPass,
 	Example:     Shape{"M": 4096, "K": 4096},
 	Bench:       []Shape{{"M": 8192, "K": 8192}, {"M": 16384, "K": 4096}, {"M": 4096, "K": 14336}},
+	Tests:       castTests,
+	Goldens:     []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
 		x := in["x"].Floats()

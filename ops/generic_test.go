@@ -30,6 +30,7 @@ var expertOp = &Op{
 	Knobs:      []schedule.Knob{warpsKnob},
 	Candidates: []Candidate{{{"WARPS", e("2")}}},
 	Ceiling:    e("100"),
+	Tests:      Tests{Shapes: []Shape{{"E": 3, "K": 5, "N": 70}}, Odd: Shape{"E": 3, "K": 5, "N": 70}, Wide: Shape{"E": 1 << 20, "K": 1 << 10, "N": 2}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		ne, k, n := c.Size("E"), c.Size("K"), c.Size("N")
 		out := Tensors(c.SpecsOf(Output, Scratch))

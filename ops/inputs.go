@@ -52,6 +52,9 @@ func Inputs(c *Call, seed uint64, adversarial bool) map[string]*Tensor {
 			}
 		}
 	}
+	if c.Op.FillInputs != nil {
+		c.Op.FillInputs(c, r, adversarial, in)
+	}
 	return in
 }
 

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,24 @@ type Arg struct {
 	Role  Role
 	Init  float64 // scratch: every element's initial value
 	Doc   string
+	// When, if set, is the option value ("layout=nk") under which the
+	// tensor exists; other values of that option leave it out.
+	When string
+	// Status, if set, makes a scratch tensor a status word: the kernels
+	// set it where they find bad input on the device (offsets that
+	// decrease, say), which the host cannot check without a sync. After a
+	// run, Status turns its contents into an error naming the violation,
+	// or nil.
+	Status func(c *Call, data []byte) error
+}
+
+// present reports whether the tensor exists under the call's options.
+func (t *Arg) present(o Options) bool {
+	if t.When == "" {
+		return true
+	}
+	k, v, _ := strings.Cut(t.When, "=")
+	return o[k] == v
 }
 
 // Option is a user's choice that changes what an op computes.
@@ -121,6 +140,46 @@ type Op struct {
 	// Dequantize, if set, rebuilds the main input's values from the
 	// outputs, for the quantization error a run reports.
 	Dequantize func(c *Call, out map[string]*Tensor) []float32
+	// FillInputs, if set, makes the inputs that are more than random
+	// numbers (group offsets) after Inputs has made the rest; with
+	// adversarial set, the structures that break kernels (empty groups,
+	// groups of one row, bounds at tile edges ±1).
+	FillInputs func(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor)
+	// Validate, if set, checks inputs on the host before a launch and
+	// names the first bad element.
+	Validate func(c *Call, in map[string]*Tensor) error
+	// Tests are the shapes the generic tests run the op at; Goldens the
+	// variants the golden files hold beyond the defaults.
+	Tests   Tests
+	Goldens []Variant
+}
+
+// Tests are the shapes the generic tests run an op at.
+type Tests struct {
+	// Shapes are small, with odd sizes and edges; every one runs on every
+	// target, with every option set and random and adversarial inputs.
+	Shapes []Shape
+	// GPU are larger shapes the GPU tests add.
+	GPU []Shape
+	// Options are option sets beyond the defaults the tests also run.
+	Options []Options
+	// Odd is a small odd shape at which every candidate schedule runs.
+	Odd Shape
+	// Wide is a shape with a tensor past 2^31 elements (64-bit indexing),
+	// only planned.
+	Wide Shape
+}
+
+// OptionSets are the option sets the tests run: the defaults, then
+// Tests.Options.
+func (op *Op) OptionSets() []Options { return append([]Options{{}}, op.Tests.Options...) }
+
+// Variant is one golden file's plan beyond the op's defaults: options, or
+// a shape other than the example.
+type Variant struct {
+	Name    string
+	Options Options
+	Shape   Shape // nil: the example shape
 }
 
 var registry = map[string]*Op{}
@@ -157,6 +216,16 @@ func (op *Op) check() error {
 	}
 	var errs []error
 	for _, t := range op.Tensors {
+		if t.When != "" {
+			k, v, _ := strings.Cut(t.When, "=")
+			i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == k })
+			if i < 0 || !slices.Contains(op.Options[i].Values, v) {
+				errs = append(errs, fmt.Errorf("tensor %s: when %q names no option value", t.Name, t.When))
+			}
+		}
+		if t.Status != nil && t.Role != Scratch {
+			errs = append(errs, fmt.Errorf("tensor %s: a status word must be scratch", t.Name))
+		}
 		for _, e := range t.Shape {
 			errs = append(errs, uses("tensor "+t.Name+" shape", e, sizesOnly))
 		}
@@ -170,6 +239,9 @@ func (op *Op) check() error {
 		errs = append(errs, uses("constraint", c.Cond, known))
 	}
 	errs = append(errs, uses("ceiling", op.Ceiling, sizesOnly))
+	if len(op.Tests.Shapes) == 0 || op.Tests.Odd == nil || op.Tests.Wide == nil {
+		errs = append(errs, errors.New("the description names no test shapes (Tests.Shapes, Odd, Wide)"))
+	}
 	for _, c := range op.Candidates {
 		for _, a := range c {
 			errs = append(errs, uses("candidate "+a.Knob, a.Value, known))
@@ -318,6 +390,9 @@ func (s Spec) Bytes() int { return s.Elems() * s.DType.Bytes() }
 func (c *Call) Specs() []Spec {
 	var out []Spec
 	for _, t := range c.Op.Tensors {
+		if !t.present(c.Options) {
+			continue
+		}
 		d, err := c.dtype(t.DType)
 		if err != nil {
 			panic("BUG: " + err.Error())
@@ -440,6 +515,9 @@ func (op *Op) checkShape(c *Call) error {
 	}
 	env := c.env()
 	for _, t := range op.Tensors {
+		if !t.present(c.Options) {
+			continue
+		}
 		elems := int64(1)
 		for _, e := range t.Shape {
 			d, err := e.Eval(env)
@@ -687,6 +765,34 @@ func (c *Call) WithOutputs(in map[string]*Tensor) (all, out map[string]*Tensor) 
 	all = maps.Clone(in)
 	maps.Copy(all, out)
 	return all, out
+}
+
+// CheckInputs runs the op's host-side input checks, if it has any.
+func (c *Call) CheckInputs(in map[string]*Tensor) error {
+	if c.Op.Validate == nil {
+		return nil
+	}
+	if err := c.Op.Validate(c, in); err != nil {
+		return fmt.Errorf("%s: %w", c.Op.Name, err)
+	}
+	return nil
+}
+
+// CheckStatus reads the status words the kernels set after a run and
+// returns the violations they report.
+func (c *Call) CheckStatus(tensors map[string]*Tensor) error {
+	var errs []error
+	for _, t := range c.Op.Tensors {
+		if t.Status == nil || !t.present(c.Options) {
+			continue
+		}
+		if d, ok := tensors[t.Name]; ok {
+			if err := t.Status(c, d.Data); err != nil {
+				errs = append(errs, fmt.Errorf("%s: the kernels found bad input on the device: %w", c.Op.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // IdealBytes is the traffic of an ideal kernel: each input read once and

@@ -36,18 +36,17 @@ func compare(t *testing.T, want, got map[string]*Tensor) {
 	}
 }
 
-// The option sets every test runs: the defaults (bf16 in, e4m3, exact
+// The option sets the cast tests run: the defaults (bf16 in, e4m3, exact
 // scales), and f32 in, e5m2 out, power-of-two scales.
-var optionSets = []Options{{}, {"in": "f32", "fp8": "e5m2", "pow2": "true"}}
+var optionSets = Rowwise.OptionSets()
 
 func TestOpsInterpMatchReference(t *testing.T) {
-	shapes := []Shape{{"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 64, "K": 256}, {"M": 33, "K": 1000}, {"M": 130, "K": 17}}
 	for _, tname := range target.Names() {
 		tg, _ := target.Lookup(tname)
 		for _, name := range Names() {
 			op, _ := Lookup(name)
-			for _, sh := range shapes {
-				for _, o := range optionSets {
+			for _, sh := range op.Tests.Shapes {
+				for _, o := range op.OptionSets() {
 					for _, adv := range []bool{false, true} {
 						t.Run(fmt.Sprintf("%s/%s/%v/%v/adv=%v", tname, name, sh, o, adv), func(t *testing.T) {
 							p, err := op.NewPlan(tg, sh, o, nil)
@@ -68,10 +67,10 @@ func TestOpsInterpMatchReference(t *testing.T) {
 // feasible at a small odd shape.
 func TestEverySchedule(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
-	sh := Shape{"M": 40, "K": 72}
 	for _, name := range Names() {
 		op, _ := Lookup(name)
-		c, err := op.NewCall(tg, Shape{"M": 4096, "K": 4096}, nil)
+		sh := op.Tests.Odd
+		c, err := op.NewCall(tg, op.Example, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,19 +97,19 @@ func TestIndexWidth(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	for _, name := range Names() {
 		op, _ := Lookup(name)
-		small, err := op.NewPlan(tg, Shape{"M": 70, "K": 90}, nil, nil)
+		small, err := op.NewPlan(tg, op.Tests.Odd, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if small.Index != ir.I32 {
-			t.Errorf("%s: index %v at 70x90; want i32", name, small.Index)
+			t.Errorf("%s: index %v at %v; want i32", name, small.Index, op.Tests.Odd)
 		}
-		big, err := op.NewCall(tg, Shape{"M": 1 << 16, "K": 1 << 15}, nil)
+		big, err := op.NewCall(tg, op.Tests.Wide, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if big.Index != ir.I64 {
-			t.Errorf("%s: index %v at 2^31 elements; want i64", name, big.Index)
+			t.Errorf("%s: index %v at %v, past 2^31 elements; want i64", name, big.Index, op.Tests.Wide)
 		}
 		c := small.Call.With(small.Schedule)
 		c.Index = ir.I64

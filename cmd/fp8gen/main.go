@@ -349,6 +349,10 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	}
 	var sb strings.Builder
 	sb.WriteString("Ops:\n")
+	w := 0
+	for _, n := range ops.Names() {
+		w = max(w, len(n))
+	}
 	for _, n := range ops.Names() {
 		op, _ := ops.Lookup(n)
 		var ks, ts, os []string
@@ -360,7 +364,11 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 			for _, e := range t.Shape {
 				dims = append(dims, e.String())
 			}
-			ts = append(ts, fmt.Sprintf("%s %s %s[%s]", t.Role, t.Name, t.DType, strings.Join(dims, ", ")))
+			desc := fmt.Sprintf("%s %s %s[%s]", t.Role, t.Name, t.DType, strings.Join(dims, ", "))
+			if t.When != "" {
+				desc += " if " + t.When
+			}
+			ts = append(ts, desc)
 		}
 		for _, o := range op.Options {
 			os = append(os, fmt.Sprintf("%s=%s (%s)", o.Name, o.Default, strings.Join(o.Values, "|")))
@@ -369,10 +377,10 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		for _, k := range op.Knobs {
 			knobs = append(knobs, k.Name)
 		}
-		fmt.Fprintf(&sb, "  %-16s %s\n", n, op.Doc)
-		fmt.Fprintf(&sb, "  %-16s sizes %s; kernels %s\n", "", strings.Join(op.Sizes, ","), strings.Join(ks, ", "))
-		fmt.Fprintf(&sb, "  %-16s tensors %s\n", "", strings.Join(ts, "; "))
-		fmt.Fprintf(&sb, "  %-16s options %s; schedule knobs %s\n", "", strings.Join(os, ", "), strings.Join(knobs, ", "))
+		fmt.Fprintf(&sb, "  %-*s %s\n", w, n, op.Doc)
+		fmt.Fprintf(&sb, "  %-*s sizes %s; kernels %s\n", w, "", strings.Join(op.Sizes, ","), strings.Join(ks, ", "))
+		fmt.Fprintf(&sb, "  %-*s tensors %s\n", w, "", strings.Join(ts, "; "))
+		fmt.Fprintf(&sb, "  %-*s options %s; schedule knobs %s\n", w, "", strings.Join(os, ", "), strings.Join(knobs, ", "))
 	}
 	sb.WriteString("\nTargets:\n")
 	for _, n := range target.Names() {
