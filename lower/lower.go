@@ -52,6 +52,8 @@ var passes = []pass{
 		doc: "drop values nothing uses"},
 	{name: "layout", fn: assignLayout, from: ir.PhaseTile, to: ir.PhaseLayout, needs: []string{"dce"},
 		doc: "layouts: loads coalesced, the rest propagated; index arithmetic recomputed, data converted, where layouts disagree"},
+	{name: "hoist", fn: hoist, from: ir.PhaseLayout, to: ir.PhaseLayout, needs: []string{"layout"},
+		doc: "move loop-invariant values (converts above all) out of loops"},
 	{name: "vectorize", fn: vectorize, from: ir.PhaseLayout, to: ir.PhaseLayout, needs: []string{"layout"},
 		doc: "vector widths of global loads and stores, and whether one mask bit guards each vector"},
 	{name: "expand", fn: expand, from: ir.PhaseLayout, to: ir.PhaseLanes, needs: []string{"layout", "vectorize"},

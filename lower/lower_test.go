@@ -539,7 +539,7 @@ func TestPassNames(t *testing.T) {
 		seen[n] = true
 	}
 	// The order the passes rely on.
-	want := []string{"dce", "layout", "vectorize", "expand", "simplify"}
+	want := []string{"dce", "layout", "hoist", "vectorize", "expand", "simplify"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("passes %v; want %v", names, want)
 	}
@@ -707,3 +707,54 @@ const amaxSimplified = `func k(x v1 <ptr<f32>>, amax v2 <ptr<f32>>) target=sm_90
   v52 = atomic [max relaxed agent] <regs<1xf32>> v2 v48 v50
 }
 `
+
+// A tile made before a loop and needed inside it in the loop's layout is
+// converted once, before the loop, not on every iteration; a division by
+// a size stays where it was, as a loop that runs no iteration must not
+// divide by zero.
+func TestHoist(t *testing.T) {
+	l := build(t, func(b *ir.Builder) {
+		p := b.Param("p", ir.F32)
+		q := b.Param("q", ir.F32)
+		n, k := b.Size("N"), b.Size("K")
+		cols := b.Arange(64)
+		s := b.Load(b.PtrAdd(p, cols), nil, nil) // its own (vector) layout
+		b.For(0, n, 1, nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
+			// A [64, 16] tile, contiguous along its 16: s runs down its
+			// rows, in a layout other than its own.
+			inner := b.Add(b.Mul(i, 16), b.Arange(16))
+			offs := b.Add(b.Mul(b.Col(cols), 16), b.Row(inner))
+			x := b.Load(b.PtrAdd(q, offs), nil, nil)
+			y := b.Add(b.Mul(x, b.Col(s)), b.Cast(b.Div(n, k), ir.F32))
+			b.Store(b.PtrAdd(q, offs), y, nil)
+			return nil
+		})
+		b.Store(b.PtrAdd(p, cols), b.Mul(s, 2.0), nil) // s's own layout is wanted too
+	}, map[string]int{"N": 1, "K": 1})
+	var loop *ir.Value
+	for _, v := range l.f.Entry.Values {
+		if v.Op == ir.OpFor {
+			loop = v
+		}
+	}
+	if loop == nil {
+		t.Fatal("no loop")
+	}
+	inLoop := map[string]int{}
+	var walk func(b *ir.Block)
+	walk = func(b *ir.Block) {
+		for _, v := range b.Values {
+			inLoop[v.Op.Name()]++
+			if v.Body != nil {
+				walk(v.Body)
+			}
+		}
+	}
+	walk(loop.Body)
+	if inLoop["barrier"] != 0 || inLoop["lds_store"] != 0 {
+		t.Errorf("the loop body still holds %d barriers and %d LDS stores:\n%s", inLoop["barrier"], inLoop["lds_store"], l.after["hoist"])
+	}
+	if inLoop["div"] != 1 {
+		t.Errorf("the loop body holds %d integer divisions by K; want it kept there:\n%s", inLoop["div"], l.after["hoist"])
+	}
+}
