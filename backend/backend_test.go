@@ -3,9 +3,12 @@ package backend
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fp8gen/fp8gen/ops"
@@ -170,6 +173,68 @@ func TestGFX942ScalesAgainst240(t *testing.T) {
 		}
 		if top != 0x7F {
 			t.Errorf("row %d: largest code %#x, want 0x7f (240 in e4m3fnuz)", i, top)
+		}
+	}
+}
+
+// On the device path (offsets written by a kernel of the caller's, never
+// seen by the host), garbage offsets make grouped_colwise_cast report the
+// first bad group through its status word, and write nothing outside its
+// outputs (compute-sanitizer memcheck runs this test in scripts/gpu.sh).
+func TestGPUGroupedGarbageOffsets(t *testing.T) {
+	g := openGPU(t)
+	sh := ops.Shape{"T": 3000, "K": 200, "E": 6}
+	p, err := ops.GroupedColwise.NewPlan(g.T, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ops.Inputs(p.Call, 1, false)
+	all, _ := p.WithOutputs(in)
+	pr, err := g.Prepare(context.Background(), p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Free()
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 50 {
+		offs := make([]int32, 6)
+		for j := range offs {
+			switch r.IntN(3) {
+			case 0:
+				offs[j] = int32(r.IntN(3001))
+			case 1:
+				offs[j] = -int32(r.IntN(1 << 30))
+			default:
+				offs[j] = int32(r.Uint32())
+			}
+		}
+		if i == 0 {
+			offs = []int32{100, 50, 3000, 3000, 3000, 3000} // decreasing at group 1
+		}
+		first, prev := -1, int32(0)
+		for j, v := range offs {
+			if v < prev || v > 3000 || j == 5 && v != 3000 {
+				first = j
+				break
+			}
+			prev = v
+		}
+		data := make([]byte, 4*len(offs))
+		for j, v := range offs {
+			binary.LittleEndian.PutUint32(data[4*j:], uint32(v))
+		}
+		if err := pr.Upload("offsets", data); err != nil {
+			t.Fatal(err)
+		}
+		if err := pr.Launch(); err != nil {
+			t.Fatal(err)
+		}
+		err := pr.Download(all)
+		switch {
+		case first < 0 && err != nil:
+			t.Errorf("offsets %v: %v", offs, err)
+		case first >= 0 && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("group %d ", first))):
+			t.Errorf("offsets %v: %v; want group %d named", offs, err, first)
 		}
 	}
 }

@@ -90,3 +90,67 @@ func TestGPUHugeTensor(t *testing.T) {
 		t.Errorf("%d elements differ from the reference", n)
 	}
 }
+
+// DeepSeek-V3's full expert weights, w[256, 7168, 2048] (3.76·10^9
+// elements, 7.5 GB of bf16): expert_colwise_cast plans 64-bit indexing and
+// every byte matches the reference, computed per expert in parallel.
+func TestGPUHugeExpert(t *testing.T) {
+	g := openGPU(t)
+	sh := ops.Shape{"E": 256, "K": 7168, "N": 2048}
+	p, err := ops.ExpertColwise.NewPlan(g.T, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Index != ir.I64 {
+		t.Fatalf("index %v; want i64", p.Index)
+	}
+	ne, k, n := sh["E"], sh["K"], sh["N"]
+	in := ops.Tensors(p.SpecsOf(ops.Input))
+	hugeX(in["w"], ne*k, n)
+	all, out := p.WithOutputs(in)
+	st, err := g.Run(p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v elements (w %d B) in %v on %s, schedule %v", ne*k*n, in["w"].Bytes(), st.Elapsed, g.T.Name, p.Schedule)
+	w := in["w"].Data
+	val := func(i int) float32 { return math.Float32frombits(uint32(w[2*i])<<16 | uint32(w[2*i+1])<<24) }
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	bad := make([]int, workers)
+	for wk := range workers {
+		wg.Go(func() {
+			scale := make([]float32, n)
+			for ex := wk; ex < ne; ex += workers {
+				clear(scale)
+				for i := 0; i < k; i++ { // amax, row by row
+					for j := 0; j < n; j++ {
+						scale[j] = refnum.MaxNum(scale[j], refnum.Abs(val((ex*k+i)*n+j)))
+					}
+				}
+				for j := range scale {
+					scale[j] = p.Format.Max / refnum.MaxNum(scale[j], float32(ops.Eps))
+					if math.Float32bits(float32(out["inv_scale"].Float(ex*n+j))) != math.Float32bits(1/scale[j]) {
+						bad[wk]++
+					}
+				}
+				for i := 0; i < k; i++ {
+					for j := 0; j < n; j++ {
+						e := (ex*k+i)*n + j
+						if out["q"].Data[e] != refnum.EncodeFP8(p.Format, val(e)*scale[j]) {
+							bad[wk]++
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, b := range bad {
+		total += b
+	}
+	if total != 0 {
+		t.Errorf("%d elements differ from the reference", total)
+	}
+}

@@ -95,8 +95,12 @@ func plant(v []float32, m, k int, f *fp8.Format, r *rand.Rand) {
 	fillRow(2, func(int) float32 { return float32(math.NaN()) })
 	fillRow(3, func(j int) float32 { return math.Float32frombits(uint32(1 + j)) })
 	fillRow(4, func(j int) float32 { return fmax * float32(1-2*(j%2)) })
-	// Whole columns: zeros and a single Inf.
+	// Whole columns: zeros and a single Inf (the rows above keep their
+	// pattern whole: a row of zeros must stay all zeros).
 	for i := 0; i < m; i++ {
+		if i >= 1 && i <= 4 {
+			continue
+		}
 		if k > 1 {
 			v[i*k+1] = 0
 		}
@@ -104,8 +108,13 @@ func plant(v []float32, m, k int, f *fp8.Format, r *rand.Rand) {
 			v[i*k+2] = float32(r.NormFloat64() * 1e-3)
 		}
 	}
-	if k > 3 {
-		v[(m/2)*k+3] = float32(math.Inf(-1))
+	if row := m / 2; k > 3 {
+		if row >= 1 && row <= 4 {
+			row = m - 1
+		}
+		if row < 1 || row > 4 {
+			v[row*k+3] = float32(math.Inf(-1))
+		}
 	}
 	// Every special at least once, in row 0 past the filled columns (then
 	// wrapping into the last rows), however small the tensor.

@@ -134,12 +134,16 @@ type Op struct {
 	// without --shape; Bench lists the realistic shapes `bench` times.
 	Example Shape
 	Bench   []Shape
+	// Peers says bench/peers.py has this op's PyTorch versions (eager,
+	// torch.compile) to time beside it.
+	Peers bool
 	// Reference computes the outputs (scratch included) from the inputs in
 	// plain Go, sharing no code with the kernels.
 	Reference func(c *Call, in map[string]*Tensor) map[string]*Tensor
-	// Dequantize, if set, rebuilds the main input's values from the
-	// outputs, for the quantization error a run reports.
-	Dequantize func(c *Call, out map[string]*Tensor) []float32
+	// Dequantize, if set, rebuilds the first input's values from the
+	// outputs (and the other inputs), for the quantization error a run
+	// reports.
+	Dequantize func(c *Call, in, out map[string]*Tensor) []float32
 	// FillInputs, if set, makes the inputs that are more than random
 	// numbers (group offsets) after Inputs has made the rest; with
 	// adversarial set, the structures that break kernels (empty groups,

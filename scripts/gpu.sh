@@ -12,7 +12,8 @@
 # skip with FP8GEN_REQUIRE_GPU=1; each plan runs twice and must write the
 # same bits, and leave no device memory allocated), then compute-sanitizer's
 # memcheck, racecheck, synccheck and initcheck over every op at the small
-# odd shapes and the capability kernels (SANITIZE=0 skips them), then the
+# odd shapes, the capability kernels and garbage group offsets (SANITIZE=0
+# skips them), then the
 # benchmark. With BASELINE (an
 # fp8gen binary built from another commit) it times both, interleaved
 # twice, without the PyTorch peers: a before/after comparison in one run.
@@ -31,7 +32,7 @@ grep -A3 -- '--- FAIL' "$out/backend-tests.log" | head -40
 if [ "${SANITIZE:-1}" = 1 ]; then
 	for tool in memcheck racecheck synccheck initcheck; do
 		FP8GEN_GPU_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-			"$bin/backend.test" -test.run 'GPUOpsMatchReference|GPUCapabilities' -test.timeout 9m \
+			"$bin/backend.test" -test.run 'GPUOpsMatchReference|GPUCapabilities|GPUGroupedGarbageOffsets' -test.timeout 9m \
 			> "$out/sanitizer-$tool.log" 2>&1
 		echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -1)"
 	done

@@ -222,6 +222,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		copy(t.Data, a.Data)
 	}
+	if err := p.CheckInputs(in); err != nil {
+		return usagef("--in: %v", err)
+	}
 	all, out := p.WithOutputs(in)
 	st, err := be.Run(p, all)
 	if err != nil {
@@ -254,7 +257,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&sb, "  JIT cache: rebuilt a damaged entry: %s\n", r)
 	}
 	if op.Dequantize != nil {
-		abs, rel := quantError(in["x"].Floats(), op.Dequantize(p.Call, out))
+		abs, rel := quantError(in[p.SpecsOf(ops.Input)[0].Name].Floats(), op.Dequantize(p.Call, in, out))
 		fmt.Fprintf(&sb, "  quantization error over finite x: max |x - q·inv_scale| = %.4g, relative to |x| max %.4g\n", abs, rel)
 	}
 	if mismatch == nil {

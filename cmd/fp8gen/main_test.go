@@ -405,14 +405,16 @@ func TestRunInterpreter(t *testing.T) {
 
 func TestRunOps(t *testing.T) {
 	for _, name := range ops.Names() {
+		op, _ := ops.Lookup(name)
+		sh := op.Tests.Odd
 		for _, extra := range [][]string{
 			{"--adversarial"},
 			{"--adversarial", "--target", "gfx942", "--in-dtype", "f32"},
 			{"--target", "gfx950", "--fp8", "e5m2", "--pow2", "--seed", "9"},
 		} {
-			args := cpu(append([]string{"run", name, "--shape", "M=7,K=70"}, extra...)...)
+			args := cpu(append([]string{"run", name, "--shape", sh.String()}, extra...)...)
 			code, out, errs := fp8gen(t, args...)
-			want(t, args, code, 0, out+errs, "bit-exact", name+" K=70,M=7")
+			want(t, args, code, 0, out+errs, "bit-exact", name+" "+sh.String())
 			if errs != "" {
 				t.Errorf("fp8gen %v: stderr %q", args, errs)
 			}
@@ -667,5 +669,49 @@ func TestRunNPYErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(outDir); !os.IsNotExist(err) {
 		t.Errorf("failed runs created %s", outDir)
+	}
+}
+
+// grouped_colwise_cast from files: x and offsets, the shape read from
+// them; bad offsets are refused before any launch, naming the element,
+// and nothing is written.
+func TestRunGroupedOffsetsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	_, xa := input(t, ir.F32, 7, 70) // T=7, K=70
+	xfile := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(xfile, xa); err != nil {
+		t.Fatal(err)
+	}
+	offs := func(name string, v ...int32) string {
+		p := filepath.Join(dir, name)
+		if err := npy.WriteFile(p, npy.FromInt32([]int{len(v)}, v)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := offs("good.npy", 0, 3, 3, 7)
+	outDir := filepath.Join(dir, "out")
+	args := cpu("run", "grouped_colwise_cast", "--in", "x="+xfile, "--in", "offsets="+good, "--out", outDir)
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "bit-exact", "E=4,K=70,T=7", "offsets i32[4]")
+	if _, err := os.Stat(filepath.Join(outDir, "qt.npy")); err != nil {
+		t.Error(err)
+	}
+	bad := filepath.Join(dir, "bad-out")
+	for _, c := range []struct{ file, want string }{
+		{offs("decreasing.npy", 3, 2, 7), "offsets[1] = 2 is less than offsets[0] = 3"},
+		{offs("short.npy", 1, 2, 6), "offsets[2] = 6: the last offset must be T = 7"},
+		{offs("past.npy", 1, 9, 7), "offsets[1] = 9 is past T = 7"},
+		{offs("negative.npy", -1, 2, 7), "offsets[0] = -1 is negative"},
+	} {
+		args := cpu("run", "grouped_colwise_cast", "--in", "x="+xfile, "--in", "offsets="+c.file, "--out", bad)
+		code, out, errs := fp8gen(t, args...)
+		want(t, args, code, 2, errs, c.want)
+		if out != "" {
+			t.Errorf("fp8gen %v: stdout %q", args, out)
+		}
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("refused runs created %s", bad)
 	}
 }

@@ -217,20 +217,46 @@ var mutants = []mutant{
 	},
 	// ops: the kernels themselves.
 	{
-		file:   "ops/cast.go",
+		file:   "ops/cast_kernels.go",
 		old:    "s := b.Div(b.FP8Max(c.Format), b.Max(amax, Eps))",
 		new:    "s := b.Div(b.FP8Max(c.Format), amax)",
 		pkgs:   []string{"./ops"},
+		tests:  "TestOpsInterpMatchReference/sm_90/rowwise_cast",
 		reason: "the kernel's scale has no eps floor, so a zero row divides by zero",
 	},
 	{
-		file:   "ops/cast.go",
+		file:   "ops/cast_kernels.go",
 		old:    "\tif c.Flag(\"pow2\") {\n\t\ts = b.Pow2Floor(s)\n\t}\n\treturn s.Named(\"scale\")",
 		new:    "\treturn s.Named(\"scale\")",
 		pkgs:   []string{"./ops"},
+		tests:  "TestOpsInterpMatchReference/sm_90/rowwise_cast",
 		reason: "the kernel ignores the pow2 option and keeps unrounded scales",
 	},
 	// runtime: what the CPU-only runtime tests hold.
+	{
+		file:   "ops/moe_kernels.go",
+		old:    "hi = b.Min(b.Max(hiRaw, lo), t).Named(\"hi\")",
+		new:    "hi = b.Max(hiRaw, lo).Named(\"hi\")",
+		pkgs:   []string{"./ops"},
+		tests:  "Grouped",
+		reason: "a group's end row is not clamped to T, so garbage offsets read past x",
+	},
+	{
+		file:   "ops/moe_kernels.go",
+		old:    "b.Or(b.Gt(hiRaw, t), b.And(b.Eq(g, b.Sub(ne, 1)), b.Ne(hiRaw, t)))",
+		new:    "b.Gt(hiRaw, t)",
+		pkgs:   []string{"./ops"},
+		tests:  "Grouped",
+		reason: "the device status misses a last offset short of T",
+	},
+	{
+		file:   "lower/hoist.go",
+		old:    "return d.Op == ir.OpConst && d.Const().Int != 0",
+		new:    "return d != nil",
+		pkgs:   []string{"./lower"},
+		tests:  "Hoist",
+		reason: "an integer division by a size is hoisted before a loop that may not run",
+	},
 	{
 		file:   "runtime/device.go",
 		old:    "slots[i], sizes[i] = uint64(uint32(v)), 4\n\t\tcase uint32:",

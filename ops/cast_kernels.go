@@ -1,0 +1,136 @@
+package ops
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// The casts' kernels, in the DSL. They live apart from the descriptions
+// so that a description's edit leaves the source lines the emitted HIP
+// cites (and the golden files) as they were.
+
+// scaleOf is fmt_max / max(amax, eps), optionally rounded down to a power of two.
+func scaleOf(b *ir.Builder, amax *ir.Value, c *Call) *ir.Value {
+	s := b.Div(b.FP8Max(c.Format), b.Max(amax, Eps))
+	if c.Flag("pow2") {
+		s = b.Pow2Floor(s)
+	}
+	return s.Named("scale")
+}
+
+// loadF32 loads x (bf16 or f32) where mask holds, 0 elsewhere, as f32.
+func loadF32(b *ir.Builder, x, offs, mask *ir.Value) *ir.Value {
+	return b.Cast(b.Load(b.PtrAdd(x, offs), mask, nil), ir.F32).Named("xf")
+}
+
+func rowwiseKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	q := b.Param("q", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	nr, bk := c.Knob("ROWS"), c.Knob("BLOCK_K")
+
+	rows := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr)).Named("rows")
+	rmask := b.Lt(rows, m).Named("row_ok")
+	tile := func(k0 *ir.Value) (offs, mask *ir.Value) {
+		cols := b.Add(k0, b.Arange(bk)).Named("cols")
+		offs = b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask = b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+		return offs, mask
+	}
+	var scale *ir.Value
+	if c.Knob("LOOP") == 0 {
+		offs, mask := tile(b.Int(0))
+		v := loadF32(b, x, offs, mask)
+		scale = scaleOf(b, b.Reduce(b.Abs(v), 1, ir.RMax).Named("amax"), c)
+		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), mask)
+	} else {
+		// Rows too long for registers: one pass for amax, one to cast.
+		acc := b.For(0, k, bk, []*ir.Value{b.Full(ir.F32, 0, nr, bk).Named("amax_part")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			offs, mask := tile(k0)
+			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+		})
+		scale = scaleOf(b, b.Reduce(acc[0], 1, ir.RMax).Named("amax"), c)
+		b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			offs, mask := tile(k0)
+			v := loadF32(b, x, offs, mask)
+			b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), mask)
+			return nil
+		})
+	}
+	b.Store(b.PtrAdd(inv, rows), b.Div(1, scale), rmask)
+}
+
+func tensorAmaxKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	amaxp := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bs := c.Knob("BLOCK")
+	n := b.Mul(m, k).Named("n")
+	tiles := b.CDiv(n, bs).Named("tiles") // no overflow: the index type holds n plus a tile
+	acc := b.For(b.ProgramID(0), tiles, b.NumPrograms(0), []*ir.Value{b.Full(ir.F32, 0, bs).Named("amax_part")}, func(i *ir.Value, acc []*ir.Value) []*ir.Value {
+		offs := b.Add(b.Mul(i, bs), b.Arange(bs)).Named("offs")
+		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, b.Lt(offs, n))))}
+	})
+	// Relaxed is enough: the cast kernel reads amax after this launch ends.
+	b.AtomicMax(amaxp, b.Reduce(acc[0], 0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
+func tensorCastKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	q := b.Param("q", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bs := c.Knob("BLOCK")
+	n := b.Mul(m, k).Named("n")
+	tiles := b.CDiv(n, bs).Named("tiles")
+	scale := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
+	pid := b.ProgramID(0)
+	b.For(pid, tiles, b.NumPrograms(0), nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
+		offs := b.Add(b.Mul(i, bs), b.Arange(bs)).Named("offs")
+		mask := b.Lt(offs, n).Named("mask")
+		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(loadF32(b, x, offs, mask), scale), ir.FP8(c.Format)), mask)
+		return nil
+	})
+	b.Store(inv, b.Div(1, scale), b.Eq(pid, 0))
+}
+
+// colTile loads the [BLOCK_M, BLOCK_K] tile of program (pid_m, pid_k) as f32.
+func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
+	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	rows := b.Add(b.Mul(b.ProgramID(0), bm), b.Arange(bm)).Named("rows")
+	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
+	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+	mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
+	return loadF32(b, x, offs, mask)
+}
+
+func colAmaxKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	amax := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	cols := b.Add(b.Mul(b.ProgramID(1), c.Knob("BLOCK_K")), b.Arange(c.Knob("BLOCK_K"))).Named("cols")
+	part := b.Reduce(b.Abs(colTile(b, c, x, m, k)), 0, ir.RMax).Named("amax_part")
+	// Relaxed is enough: the cast kernel reads amax after this launch ends.
+	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+}
+
+func colCastKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amax := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	pm, pk := b.ProgramID(0), b.ProgramID(1)
+	// Index tiles are built apart for each access, so that each takes the
+	// layout its access wants and only the data goes through LDS.
+	colsOf := func() *ir.Value { return b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols") }
+	rowsOf := func() *ir.Value { return b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows") }
+	cols := colsOf()
+	scale := scaleOf(b, b.Load(b.PtrAdd(amax, cols), b.Lt(cols, k), nil).Named("amax"), c)
+	q := b.Cast(b.Mul(colTile(b, c, x, m, k), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	rows, cols2 := rowsOf(), colsOf()
+	offs := b.Add(b.Mul(b.Col(cols2), m), b.Row(rows)).Named("offs_t")
+	mask := b.And(b.Col(b.Lt(cols2, k)), b.Row(b.Lt(rows, m))).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offs), b.Trans(q), mask) // [BLOCK_K, BLOCK_M], coalesced along M
+	b.Store(b.PtrAdd(inv, cols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(pm, 0)))
+}

@@ -1,0 +1,345 @@
+package ops
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/fp8gen/fp8gen/expr"
+	"github.com/fp8gen/fp8gen/internal/refnum"
+	"github.com/fp8gen/fp8gen/schedule"
+)
+
+// The MoE scales. Their numerics are the casts' (amax by maxNum, NaN
+// ignored; scale = fmt_max / max(amax, 1e-12), pow2 optional; q rounded to
+// nearest even and saturated; inv_scale = 1/scale), over other groups:
+//
+//   - expert_colwise_cast: per expert e and column n of w[e], the amax
+//     over K. The weights of a grouped GEMM, one scale per expert and
+//     output column.
+//   - grouped_colwise_cast: per token group g and column k, the amax over
+//     the group's rows of x. The groups are given by offsets on the device
+//     (never read on the host: no sync), and the output is transposed,
+//     qt[K, T] with the groups side by side along T, as the weight-gradient
+//     GEMM x_gᵀ·dy_g reads it.
+//
+// Both are two launches: the amax with relaxed atomics (each group's
+// columns may be split over several programs), then the cast, which reads
+// x again.
+
+var expertOptions = append(slices.Clone(castOptions),
+	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
+
+var ExpertColwise = register(&Op{
+	Name:    "expert_colwise_cast",
+	Doc:     "w[E,K,N] → q[E,K,N] (or qt[E,N,K] with layout=nk) fp8, inv_scale[E,N] f32: one scale per expert and column",
+	Sizes:   []string{"E", "K", "N"},
+	Options: expertOptions,
+	Tensors: []Arg{
+		{Name: "w", DType: "{in}", Shape: []expr.Expr{e("E"), e("K"), e("N")}, Role: Input},
+		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("E"), e("K"), e("N")}, Role: Output, When: "layout=kn"},
+		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("E"), e("N"), e("K")}, Role: Output, When: "layout=nk"},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("E"), e("N")}, Role: Output},
+		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("E"), e("N")}, Role: Scratch, Init: 0, Doc: "each expert's column amaxes, combined by atomics"},
+	},
+	Kernels: []*Kernel{
+		{Name: "expert_amax", Build: expertAmaxKernel, Grid: expertGrid},
+		{Name: "expert_cast", Build: expertCastKernel, Grid: expertGrid},
+	},
+	Knobs: []schedule.Knob{
+		warpsKnob,
+		{Name: "BLOCK_K", Doc: "rows (along K) of a tile", Domain: schedule.Pow2("1", "4096")},
+		{Name: "BLOCK_N", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
+	},
+	Constraints: []schedule.Constraint{
+		tileLimit("BLOCK_K * BLOCK_N"),
+		{Cond: e("cdiv(K, BLOCK_K) <= 65535 && E <= 65535"), Why: "grid axes 1 and 2 (K tiles, experts) hold at most 65535 programs"},
+	},
+	Candidates: expertCandidates(),
+	Ceiling:    e("2 * E * K * N <= L2 / 2 ? 100 : 60"),
+	Example:    Shape{"E": 8, "K": 2048, "N": 1408},
+	// DeepSeek-V3 w1 with 8-way expert parallelism, Qwen3-30B-A3B,
+	// DeepSeek-MoE-16B, Llama 4 Scout.
+	Bench: []Shape{{"E": 32, "K": 7168, "N": 2048}, {"E": 128, "K": 2048, "N": 768}, {"E": 64, "K": 2048, "N": 1408}, {"E": 16, "K": 5120, "N": 8192}},
+	Tests: Tests{
+		Shapes: []Shape{{"E": 1, "K": 1, "N": 1}, {"E": 3, "K": 33, "N": 7}, {"E": 2, "K": 130, "N": 65}, {"E": 5, "K": 17, "N": 300}, {"E": 1, "K": 1000, "N": 33}},
+		GPU:    []Shape{{"E": 4, "K": 2048, "N": 768}, {"E": 3, "K": 777, "N": 1030}},
+		Options: []Options{
+			{"in": "f32", "fp8": "e5m2", "pow2": "true"},
+			{"layout": "nk"},
+			{"layout": "nk", "in": "f32", "fp8": "e5m2", "pow2": "true"},
+		},
+		Odd:  Shape{"E": 3, "K": 72, "N": 40},
+		Wide: Shape{"E": 256, "K": 7168, "N": 2048}, // DeepSeek-V3's full w1: 3.76e9 elements
+	},
+	Goldens: []Variant{
+		{Name: "nk", Options: Options{"layout": "nk"}},
+		{Name: "odd", Shape: Shape{"E": 3, "K": 333, "N": 1000}},
+		{Name: "odd_nk", Options: Options{"layout": "nk"}, Shape: Shape{"E": 3, "K": 333, "N": 1000}},
+		{Name: "i64", Shape: Shape{"E": 256, "K": 7168, "N": 2048}},
+	},
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		ne, k, n := c.Size("E"), c.Size("K"), c.Size("N")
+		w := in["w"].Floats()
+		out := Tensors(c.SpecsOf(Output, Scratch))
+		col := make([]float32, k)
+		for ex := 0; ex < ne; ex++ {
+			for j := 0; j < n; j++ {
+				for i := range col {
+					col[i] = w[(ex*k+i)*n+j]
+				}
+				amax := refAmax(col)
+				scale := refScale(amax, c)
+				for i, v := range col {
+					q := refnum.EncodeFP8(c.Format, v*scale)
+					if c.Opt("layout") == "kn" {
+						out["q"].Data[(ex*k+i)*n+j] = q
+					} else {
+						out["qt"].Data[(ex*n+j)*k+i] = q
+					}
+				}
+				refnum.PutF32(out["inv_scale"].Data, ex*n+j, 1/scale)
+				refnum.PutF32(out["amax"].Data, ex*n+j, amax)
+			}
+		}
+		return out
+	},
+	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {
+		ne, k, n := c.Size("E"), c.Size("K"), c.Size("N")
+		inv := out["inv_scale"].Floats()
+		w := make([]float32, ne*k*n)
+		for ex := 0; ex < ne; ex++ {
+			for i := 0; i < k; i++ {
+				for j := 0; j < n; j++ {
+					var b byte
+					if c.Opt("layout") == "kn" {
+						b = out["q"].Data[(ex*k+i)*n+j]
+					} else {
+						b = out["qt"].Data[(ex*n+j)*k+i]
+					}
+					w[(ex*k+i)*n+j] = c.Format.Decode(b) * inv[ex*n+j]
+				}
+			}
+		}
+		return w
+	},
+})
+
+// expertGrid: column blocks × K blocks × experts.
+var expertGrid = [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("cdiv(K, BLOCK_K)"), e("E")}
+
+// expertCandidates: the colwise tiles: 64 bf16 columns make 128-byte row
+// segments; the transposed layout leaves through LDS in rows of BLOCK_K
+// bytes of qt.
+func expertCandidates() []Candidate {
+	var out []Candidate
+	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}, {"64", "32", "4"}, {"32", "32", "4"}} {
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}})
+	}
+	return out
+}
+
+var GroupedColwise = register(&Op{
+	Name: "grouped_colwise_cast",
+	Doc: "x[T,K], offsets[E] (each group's end row, on the device) → qt[K,T] fp8 (transposed, groups side by side along T), " +
+		"inv_scale[E,K] f32: one scale per token group and column",
+	Sizes:   []string{"T", "K", "E"},
+	Options: castOptions,
+	Tensors: []Arg{
+		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("T"), e("K")}, Role: Input},
+		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
+			Doc: "cumulative end row of each group: group g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0), offsets[E-1] = T"},
+		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e("T")}, Role: Output},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("E"), e("K")}, Role: Output},
+		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("E"), e("K")}, Role: Scratch, Init: 0, Doc: "each group's column amaxes, combined by atomics"},
+		{Name: "status", DType: "i32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0,
+			Doc: "0, or E - g for the first group g whose offsets are bad", Status: groupStatus},
+	},
+	Kernels: []*Kernel{
+		{Name: "grouped_amax", Build: groupedAmaxKernel, Grid: groupedGrid},
+		{Name: "grouped_cast", Build: groupedCastKernel, Grid: groupedGrid},
+	},
+	Knobs: []schedule.Knob{
+		warpsKnob,
+		{Name: "BLOCK_T", Doc: "rows (tokens) of a tile", Domain: schedule.Pow2("1", "4096")},
+		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
+		{Name: "SPLIT", Doc: "programs per group and column block, each taking every SPLIT-th tile of the group's rows", Domain: schedule.Pow2("1", "1024")},
+	},
+	Constraints: []schedule.Constraint{
+		tileLimit("BLOCK_T * BLOCK_K"),
+		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups) holds at most 65535 programs"},
+	},
+	Candidates: groupedCandidates(),
+	Ceiling:    e("2 * T * K <= L2 / 2 ? 100 : 60"),
+	Example:    Shape{"T": 8192, "K": 2048, "E": 8},
+	Bench:      []Shape{{"T": 65536, "K": 7168, "E": 8}, {"T": 32768, "K": 2048, "E": 16}, {"T": 16384, "K": 5120, "E": 64}},
+	Tests: Tests{
+		// T < E (empty groups whatever the offsets), one group, groups
+		// shorter and longer than a tile.
+		Shapes: []Shape{{"T": 1, "K": 1, "E": 1}, {"T": 7, "K": 33, "E": 3}, {"T": 5, "K": 40, "E": 8}, {"T": 130, "K": 17, "E": 4},
+			{"T": 300, "K": 70, "E": 5}, {"T": 64, "K": 256, "E": 2}, {"T": 1000, "K": 33, "E": 9}},
+		GPU:     []Shape{{"T": 4096, "K": 2048, "E": 16}, {"T": 3000, "K": 777, "E": 7}, {"T": 20000, "K": 64, "E": 3}},
+		Options: []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
+		Odd:     Shape{"T": 200, "K": 72, "E": 5},
+		Wide:    Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
+	},
+	Goldens: []Variant{
+		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
+	},
+	FillInputs: groupOffsets,
+	Validate:   checkOffsets,
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		t, k, ne := c.Size("T"), c.Size("K"), c.Size("E")
+		x := in["x"].Floats()
+		offs := in["offsets"].Ints()
+		out := Tensors(c.SpecsOf(Output, Scratch))
+		lo := 0
+		for g := 0; g < ne; g++ {
+			hi := int(offs[g])
+			col := make([]float32, hi-lo)
+			for j := 0; j < k; j++ {
+				for i := range col {
+					col[i] = x[(lo+i)*k+j]
+				}
+				amax := refAmax(col)
+				scale := refScale(amax, c)
+				for i, v := range col {
+					out["qt"].Data[j*t+lo+i] = refnum.EncodeFP8(c.Format, v*scale)
+				}
+				refnum.PutF32(out["inv_scale"].Data, g*k+j, 1/scale)
+				refnum.PutF32(out["amax"].Data, g*k+j, amax)
+			}
+			lo = hi
+		}
+		return out
+	},
+	Dequantize: func(c *Call, in, out map[string]*Tensor) []float32 {
+		t, k := c.Size("T"), c.Size("K")
+		inv := out["inv_scale"].Floats()
+		x := make([]float32, t*k)
+		lo := 0
+		for g, end := range in["offsets"].Ints() {
+			for i := lo; i < int(end); i++ {
+				for j := 0; j < k; j++ {
+					x[i*k+j] = c.Format.Decode(out["qt"].Data[j*t+i]) * inv[g*k+j]
+				}
+			}
+			lo = int(end)
+		}
+		return x
+	},
+})
+
+// groupedGrid: column blocks × groups × programs per group.
+var groupedGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("E"), e("SPLIT")}
+
+// groupedCandidates: the colwise tiles, with enough programs per group to
+// fill the GPU a few times over when the groups are few, but not more
+// than an average group has tiles.
+func groupedCandidates() []Candidate {
+	var out []Candidate
+	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}, {"64", "32", "4"}, {"32", "32", "4"}} {
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])},
+			{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}})
+	}
+	return out
+}
+
+// groupStatus explains the status word.
+func groupStatus(c *Call, data []byte) error {
+	v := int(int32(binary.LittleEndian.Uint32(data)))
+	if v == 0 {
+		return nil
+	}
+	ne := c.Size("E")
+	g := ne - v
+	if g < 0 || g >= ne {
+		return fmt.Errorf("status word %d names no group of %d", v, ne)
+	}
+	what := fmt.Sprintf("offsets[%d]", g)
+	if g > 0 {
+		what = fmt.Sprintf("offsets[%d], offsets[%d]", g-1, g)
+	}
+	return fmt.Errorf("group %d (%s) is out of order, negative or past T=%d, or the last offset is not T; its rows were clamped into [0, T]",
+		g, what, c.Size("T"))
+}
+
+// checkOffsets holds offsets to their contract on the host.
+func checkOffsets(c *Call, in map[string]*Tensor) error {
+	t := c.Size("T")
+	offs := in["offsets"].Ints()
+	prev := int64(0)
+	for i, v := range offs {
+		switch {
+		case v < 0:
+			return fmt.Errorf("offsets[%d] = %d is negative", i, v)
+		case v < prev:
+			return fmt.Errorf("offsets[%d] = %d is less than offsets[%d] = %d: offsets are cumulative end rows and may not decrease", i, v, i-1, prev)
+		case v > int64(t):
+			return fmt.Errorf("offsets[%d] = %d is past T = %d", i, v, t)
+		}
+		prev = v
+	}
+	if last := offs[len(offs)-1]; last != int64(t) {
+		return fmt.Errorf("offsets[%d] = %d: the last offset must be T = %d", len(offs)-1, last, t)
+	}
+	return nil
+}
+
+// groupOffsets makes offsets: realistic random group sizes (an
+// exponential spread, one group empty where E ≥ 3); adversarially one of
+// groups at tile edges (0, 1, 15, 16, 17, 63, 64, 65, … rows), one group
+// holding every row, or one-row groups.
+func groupOffsets(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+	t, ne := c.Size("T"), c.Size("E")
+	sizes := make([]int, ne)
+	left := t
+	take := func(g, n int) {
+		n = min(n, left)
+		sizes[g] += n
+		left -= n
+	}
+	switch pattern := -1; {
+	case adversarial:
+		pattern = r.IntN(3)
+		switch pattern {
+		case 0:
+			edges := []int{0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 2}
+			start := r.IntN(len(edges))
+			for g := 0; g < ne-1; g++ {
+				take(g, edges[(start+g)%len(edges)])
+			}
+		case 1:
+			take(r.IntN(ne), t)
+		case 2:
+			for g := 0; g < ne-1; g++ {
+				take(g, 1)
+			}
+		}
+		take(ne-1, left)
+	default:
+		w := make([]float64, ne)
+		sum := 0.0
+		for g := range w {
+			w[g] = -math.Log(1 - r.Float64())
+			sum += w[g]
+		}
+		for g := range w {
+			take(g, int(float64(t)*w[g]/sum))
+		}
+		take(r.IntN(ne), left)
+		if ne >= 3 {
+			g := r.IntN(ne)
+			sizes[(g+1)%ne] += sizes[g]
+			sizes[g] = 0
+		}
+	}
+	o := in["offsets"]
+	end := 0
+	for g, n := range sizes {
+		end += n
+		o.SetBits(g, uint64(end))
+	}
+}

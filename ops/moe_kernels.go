@@ -1,0 +1,154 @@
+package ops
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// The MoE scales' kernels, in the DSL (apart from the descriptions, as
+// the casts').
+
+// expertTile is the [BLOCK_K, BLOCK_N] tile of w[e] of program (pn, pk,
+// e): its rows (k), columns (n), offsets and mask, built afresh for each
+// access so that each takes the layout its access wants.
+func expertTile(b *ir.Builder, c *Call, k, n *ir.Value) (rows, cols, offs, mask *ir.Value) {
+	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
+	ex := b.ProgramID(2)
+	rows = b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("rows")
+	cols = b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
+	offs = b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
+	mask = b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
+	return rows, cols, offs, mask
+}
+
+func expertAmaxKernel(b *ir.Builder, c *Call) {
+	w := b.Param("w", c.DType("w"))
+	amax := b.Param("amax", ir.F32)
+	k, n := b.Size("K"), b.Size("N")
+	_, _, offs, mask := expertTile(b, c, k, n)
+	part := b.Reduce(b.Abs(loadF32(b, w, offs, mask)), 0, ir.RMax).Named("amax_part")
+	cols := b.Add(b.Mul(b.ProgramID(0), c.Knob("BLOCK_N")), b.Arange(c.Knob("BLOCK_N"))).Named("cols")
+	// Relaxed is enough: the cast kernel reads amax after this launch ends.
+	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(b.ProgramID(2), n), cols)), part, b.Lt(cols, n), ir.Relaxed, ir.ScopeAgent)
+}
+
+func expertCastKernel(b *ir.Builder, c *Call) {
+	w := b.Param("w", c.DType("w"))
+	var q *ir.Value
+	if c.Opt("layout") == "kn" {
+		q = b.Param("q", ir.FP8(c.Format))
+	} else {
+		q = b.Param("qt", ir.FP8(c.Format))
+	}
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	k, n := b.Size("K"), b.Size("N")
+	bn := c.Knob("BLOCK_N")
+	ex := b.ProgramID(2)
+	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
+	scols := b.Add(b.Mul(ex, n), cols).Named("scale_offs")
+	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, n), nil).Named("amax"), c)
+	_, _, offs, mask := expertTile(b, c, k, n)
+	v := b.Cast(b.Mul(loadF32(b, w, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	if c.Opt("layout") == "kn" {
+		_, _, offs, mask := expertTile(b, c, k, n)
+		b.Store(b.PtrAdd(q, offs), v, mask)
+	} else {
+		rows, cols, _, _ := expertTile(b, c, k, n)
+		offs := b.Add(b.Mul(b.Add(b.Mul(ex, n), b.Col(cols)), k), b.Row(rows)).Named("offs_t")
+		mask := b.And(b.Col(b.Lt(cols, n)), b.Row(b.Lt(rows, k))).Named("mask_t")
+		b.Store(b.PtrAdd(q, offs), b.Trans(v), mask) // [BLOCK_N, BLOCK_K], coalesced along K
+	}
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, n), b.Eq(b.ProgramID(1), 0)))
+}
+
+// groupRows loads group g's bounds from offsets and clamps them into
+// [0, T], lo ≤ hi, so that no offsets whatsoever make a program touch
+// memory outside its tensors; bad reports whether they needed it (or the
+// last group does not end at T).
+func groupRows(b *ir.Builder, offsets, t, ne *ir.Value) (lo, hi, bad *ir.Value) {
+	g := b.ProgramID(1)
+	first := b.Eq(g, 0)
+	prev := b.Where(first, b.Int(0), b.Sub(g, 1)) // no address before offsets, even masked
+	loRaw := b.Index(b.Load(b.PtrAdd(offsets, prev), b.Gt(g, 0), 0)).Named("lo_raw")
+	hiRaw := b.Index(b.Load(b.PtrAdd(offsets, g), nil, nil)).Named("hi_raw")
+	lo = b.Min(b.Max(loRaw, 0), t).Named("lo")
+	hi = b.Min(b.Max(hiRaw, lo), t).Named("hi")
+	bad = b.Or(b.Or(b.Lt(loRaw, 0), b.Lt(hiRaw, loRaw)), b.Or(b.Gt(hiRaw, t), b.And(b.Eq(g, b.Sub(ne, 1)), b.Ne(hiRaw, t)))).Named("bad")
+	return lo, hi, bad
+}
+
+// groupTiles runs body over the tiles of rows [lo, hi) this program takes:
+// tiles aligned to BLOCK_T (so that stores along T start on vector
+// boundaries), every SPLIT-th from the program's own. body gets each
+// tile's first row.
+func groupTiles(b *ir.Builder, c *Call, lo, hi *ir.Value, inits []*ir.Value, body func(t0 *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	bt, split := c.Knob("BLOCK_T"), c.Knob("SPLIT")
+	start := b.Add(b.Mul(b.Div(lo, bt), bt), b.Mul(b.ProgramID(2), bt)).Named("t_start")
+	return b.For(start, hi, bt*split, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		return body(b.MultipleOf(t0, bt), carried)
+	})
+}
+
+// groupedRows are a tile's rows from its first, and the mask of those in
+// [lo, hi): built afresh for each access, so that each takes the layout
+// its access wants.
+func groupedRows(b *ir.Builder, c *Call, t0, lo, hi *ir.Value) (rows, ok *ir.Value) {
+	rows = b.Add(t0, b.Arange(c.Knob("BLOCK_T"))).Named("rows")
+	return rows, b.And(b.Ge(rows, lo), b.Lt(rows, hi)).Named("row_ok")
+}
+
+func groupedCols(b *ir.Builder, c *Call) *ir.Value {
+	bk := c.Knob("BLOCK_K")
+	return b.Add(b.Mul(b.ProgramID(0), bk), b.Arange(bk)).Named("cols")
+}
+
+func groupedAmaxKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	amax := b.Param("amax", ir.F32)
+	status := b.Param("status", ir.I32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g := b.ProgramID(1)
+	lo, hi, bad := groupRows(b, offsets, t, ne)
+	// One program of each group reports it: the largest E - g is the
+	// first bad group.
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))), ir.Relaxed, ir.ScopeAgent)
+	cols := groupedCols(b, c)
+	acc := groupTiles(b, c, lo, hi, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
+		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			rows, rmask := groupedRows(b, c, t0, lo, hi)
+			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+			mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+		})
+	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
+	cols = groupedCols(b, c)
+	// Relaxed is enough: the cast kernel reads amax after this launch ends.
+	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+}
+
+func groupedCastKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g := b.ProgramID(1)
+	lo, hi, _ := groupRows(b, offsets, t, ne)
+	cols := groupedCols(b, c)
+	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
+	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
+	groupTiles(b, c, lo, hi, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
+		rows, rmask := groupedRows(b, c, t0, lo, hi)
+		cols := groupedCols(b, c)
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+		q := b.Cast(b.Mul(loadF32(b, x, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+		rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
+		cols2 := groupedCols(b, c)
+		offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
+		maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
+		b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
+		return nil
+	})
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(b.ProgramID(2), 0)))
+}
