@@ -30,33 +30,37 @@ func openGPU(t *testing.T) *GPU {
 	return g
 }
 
-// runTwice runs p on the GPU from in twice, the outputs poisoned with a
-// different byte each time, and fails unless both runs wrote the same bits:
-// a race, or an element no lane writes, shows as a difference. It also
-// fails if the runs leave device memory allocated. It returns the outputs.
+// runTwice runs p on the GPU from in twice — one prepared plan launched
+// again, as timing does, its scratch reset and its outputs poisoned with a
+// different byte each time — and fails unless both runs wrote the same
+// bits: a race, an element no lane writes, or scratch left from the first
+// run shows as a difference. It also fails if the runs leave device memory
+// allocated. It returns the outputs.
 func runTwice(t *testing.T, g *GPU, p *ops.Plan, in map[string]*ops.Tensor) map[string]*ops.Tensor {
 	t.Helper()
 	bufs, live := g.Dev.Live()
+	all, _ := p.WithOutputs(in)
+	pr, err := g.Prepare(context.Background(), p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var outs [2]map[string]*ops.Tensor
 	for i, poison := range []byte{Poison, ^byte(Poison)} {
 		all, out := p.WithOutputs(in)
-		pr, err := g.Prepare(context.Background(), p, all)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = pr.Poison(poison)
+		err := pr.Poison(poison)
 		if err == nil {
 			err = pr.Launch()
 		}
 		if err == nil {
 			err = pr.Download(all)
 		}
-		pr.Free()
 		if err != nil {
+			pr.Free()
 			t.Fatal(err)
 		}
 		outs[i] = out
 	}
+	pr.Free()
 	for name, a := range outs[0] {
 		if b := outs[1][name]; !bytes.Equal(a.Data, b.Data) {
 			t.Errorf("%s: two runs of the same input wrote different bits (poison %#x vs %#x)", name, Poison, ^byte(Poison))

@@ -751,6 +751,16 @@ func TestHoist(t *testing.T) {
 		}
 	}
 	walk(loop.Body)
+	before := map[string]int{}
+	for _, v := range l.f.Entry.Values {
+		if v == loop {
+			break
+		}
+		before[v.Op.Name()]++
+	}
+	if before["lds_store"] == 0 || before["barrier"] == 0 {
+		t.Errorf("no LDS round trip before the loop (%d stores, %d barriers): the test needs a convert to hoist:\n%s", before["lds_store"], before["barrier"], l.after["hoist"])
+	}
 	if inLoop["barrier"] != 0 || inLoop["lds_store"] != 0 {
 		t.Errorf("the loop body still holds %d barriers and %d LDS stores:\n%s", inLoop["barrier"], inLoop["lds_store"], l.after["hoist"])
 	}

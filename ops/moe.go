@@ -293,7 +293,31 @@ func checkOffsets(c *Call, in map[string]*Tensor) error {
 // groups at tile edges (0, 1, 15, 16, 17, 63, 64, 65, … rows), one group
 // holding every row, or one-row groups.
 func groupOffsets(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
-	t, ne := c.Size("T"), c.Size("E")
+	pattern := patternRealistic
+	if adversarial {
+		pattern = offsetsPattern(r.IntN(3))
+	}
+	sizes := groupSizes(pattern, c.Size("T"), c.Size("E"), r)
+	o := in["offsets"]
+	end := 0
+	for g, n := range sizes {
+		end += n
+		o.SetBits(g, uint64(end))
+	}
+}
+
+// offsetsPattern is a kind of group sizes.
+type offsetsPattern int
+
+const (
+	patternEdges     offsetsPattern = iota // sizes at tile edges: 0, 1, 15, 16, 17, 63, 64, 65, …
+	patternAllInOne                        // one group holds every row
+	patternOneRow                          // groups of one row, the last the rest
+	patternRealistic                       // an exponential spread, one group empty where E ≥ 3
+)
+
+// groupSizes draws the sizes of ne groups of t rows in all.
+func groupSizes(pattern offsetsPattern, t, ne int, r *rand.Rand) []int {
 	sizes := make([]int, ne)
 	left := t
 	take := func(g, n int) {
@@ -301,25 +325,20 @@ func groupOffsets(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor
 		sizes[g] += n
 		left -= n
 	}
-	switch pattern := -1; {
-	case adversarial:
-		pattern = r.IntN(3)
-		switch pattern {
-		case 0:
-			edges := []int{0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 2}
-			start := r.IntN(len(edges))
-			for g := 0; g < ne-1; g++ {
-				take(g, edges[(start+g)%len(edges)])
-			}
-		case 1:
-			take(r.IntN(ne), t)
-		case 2:
-			for g := 0; g < ne-1; g++ {
-				take(g, 1)
-			}
+	switch pattern {
+	case patternEdges:
+		edges := []int{0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 2}
+		start := r.IntN(len(edges))
+		for g := 0; g < ne-1; g++ {
+			take(g, edges[(start+g)%len(edges)])
 		}
-		take(ne-1, left)
-	default:
+	case patternAllInOne:
+		take(r.IntN(ne), t)
+	case patternOneRow:
+		for g := 0; g < ne-1; g++ {
+			take(g, 1)
+		}
+	case patternRealistic:
 		w := make([]float64, ne)
 		sum := 0.0
 		for g := range w {
@@ -336,10 +355,6 @@ func groupOffsets(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor
 			sizes[g] = 0
 		}
 	}
-	o := in["offsets"]
-	end := 0
-	for g, n := range sizes {
-		end += n
-		o.SetBits(g, uint64(end))
-	}
+	take(ne-1, left)
+	return sizes
 }

@@ -43,28 +43,39 @@ func TestGroupedOffsetsPatterns(t *testing.T) {
 	tg, _ := target.Lookup("gfx942")
 	sh := Shape{"T": 700, "K": 40, "E": 6}
 	scheds := []schedule.Params{
-		nil,
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1},
+		nil, // SPLIT=1 here
+		{"BLOCK_T": 64, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4},
-		{"BLOCK_T": 16, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 3 + 1},
+		{"BLOCK_T": 16, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 8},
 	}
-	for _, s := range scheds {
+	for i, s := range scheds {
 		p, err := GroupedColwise.NewPlan(tg, sh, nil, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for seed := uint64(1); seed <= 9; seed++ { // the three patterns, three times each
-			t.Run(fmt.Sprintf("%v/seed=%d", p.Schedule, seed), func(t *testing.T) {
-				in := Inputs(p.Call, seed, true)
-				if err := p.CheckInputs(in); err != nil {
-					t.Fatalf("generated offsets %v: %v", in["offsets"].Ints(), err)
-				}
-				out, err := runAll(t, p, in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, GroupedColwise.Reference(p.Call, in), out)
-			})
+		if i == 0 && p.Knob("SPLIT") != 1 {
+			t.Errorf("default schedule %v; this test wants it to cover SPLIT=1", p.Schedule)
+		}
+		for pattern := patternEdges; pattern <= patternRealistic; pattern++ {
+			for seed := uint64(1); seed <= 3; seed++ {
+				t.Run(fmt.Sprintf("%v/pattern=%d/seed=%d", p.Schedule, pattern, seed), func(t *testing.T) {
+					in := Inputs(p.Call, seed, true)
+					r := rand.New(rand.NewPCG(seed, 99))
+					offs := 0
+					for g, n := range groupSizes(pattern, 700, 6, r) {
+						offs += n
+						in["offsets"].SetBits(g, uint64(offs))
+					}
+					if err := p.CheckInputs(in); err != nil {
+						t.Fatalf("generated offsets %v: %v", in["offsets"].Ints(), err)
+					}
+					out, err := runAll(t, p, in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					compare(t, GroupedColwise.Reference(p.Call, in), out)
+				})
+			}
 		}
 		bt := p.Knob("BLOCK_T")
 		for _, offs := range [][]int{

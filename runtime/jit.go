@@ -164,16 +164,21 @@ func toolVersion(ctx context.Context, tool string, limit time.Duration) (string,
 	}
 	k := versionKey{tool, st.Size(), st.ModTime()}
 	versions.Lock()
-	defer versions.Unlock()
-	if v, ok := versions.m[k]; ok {
+	v, ok := versions.m[k]
+	versions.Unlock()
+	if ok {
 		return v, nil
 	}
+	// Not under the lock: a hung compiler must not hold up other tools'
+	// compiles (two callers may both ask; they get the same answer).
 	var out bytes.Buffer
 	if err := runTool(ctx, limit, exec.Command(tool, "--version"), &out, &out); err != nil {
 		return "", fmt.Errorf("runtime: %s --version: %w: %s", tool, err, bytes.TrimSpace(out.Bytes()))
 	}
-	v := strings.TrimSpace(out.String())
+	v = strings.TrimSpace(out.String())
+	versions.Lock()
 	versions.m[k] = v
+	versions.Unlock()
 	return v, nil
 }
 
@@ -278,7 +283,9 @@ func (c *Compiler) Compile(ctx context.Context, src string, t *target.Target, ke
 			continue // the leader's context ended, not ours: try again
 		}
 		info.Hit, info.Log, info.Duration = call.hit, call.log, time.Since(start)
-		if call.rebuilt != "" {
+		// The rebuild is the leader's to report, and a hit rebuilt nothing.
+		info.Rebuilt = ""
+		if leader && !call.hit {
 			info.Rebuilt = call.rebuilt
 		}
 		if call.err != nil {
@@ -395,6 +402,9 @@ func (e entry) write(bin []byte, log string) error {
 	return nil
 }
 
+// tempEntry names an entry's temporary file (atomicfile's ".NAME.tmp-*").
+var tempEntry = regexp.MustCompile(`^\.[0-9a-f]{64}\.jit\.tmp-`)
+
 // staleAfter is the age past which a temporary file in the cache is taken
 // for the leftover of a killed writer and removed: a live writer renames
 // its file within seconds.
@@ -408,8 +418,8 @@ func sweep(dir string) {
 		return
 	}
 	for _, d := range ents {
-		if !strings.HasPrefix(d.Name(), ".") || !strings.Contains(d.Name(), ".tmp-") {
-			continue
+		if !tempEntry.MatchString(d.Name()) {
+			continue // not ours: the cache directory may be shared
 		}
 		if fi, err := d.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
 			os.Remove(filepath.Join(dir, d.Name()))
@@ -540,33 +550,90 @@ func (j compileJob) compile(ctx context.Context) flightResult {
 var ErrCompilerTimeout = errors.New("the compiler did not finish in time")
 
 // runTool runs cmd, its output to stdout and stderr, within limit and ctx.
-// The compiler runs in a process group of its own, and a timeout or a
-// cancellation kills the whole group: nvcc and hipcc run their work in
-// child processes (cicc, ptxas, clang), which would otherwise live on.
+// The compiler runs in a process group of its own, killed whole when the
+// leader exits, times out or is cancelled: nvcc and hipcc run their work
+// in child processes (cicc, ptxas, clang), which would otherwise live on.
+// Output goes through files, not pipes, so a straggler holding them open
+// cannot keep Wait from returning.
 func runTool(ctx context.Context, limit time.Duration, cmd *exec.Cmd, stdout, stderr io.Writer) error {
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A grandchild that left the group and holds the pipes open cannot
-	// keep Wait from returning.
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
+	outF, err := os.CreateTemp("", "fp8gen-tool-out-")
+	if err != nil {
 		return err
 	}
+	defer os.Remove(outF.Name())
+	defer outF.Close()
+	errF, err := os.CreateTemp("", "fp8gen-tool-err-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(errF.Name())
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := startTracked(cmd); err != nil {
+		return err
+	}
+	pgid := cmd.Process.Pid
+	defer untrack(pgid)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
+		syscall.Kill(-pgid, syscall.SIGKILL) // stragglers of a leader that is gone
 	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
-		return ctx.Err()
+		err = ctx.Err()
 	case <-timer.C:
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
-		return fmt.Errorf("%w: killed after %v", ErrCompilerTimeout, limit)
+		err = fmt.Errorf("%w: killed after %v", ErrCompilerTimeout, limit)
+	}
+	for _, c := range []struct {
+		f *os.File
+		w io.Writer
+	}{{outF, stdout}, {errF, stderr}} {
+		if _, serr := c.f.Seek(0, io.SeekStart); serr == nil {
+			io.Copy(c.w, c.f)
+		}
+	}
+	return err
+}
+
+// The process groups of the compilers running now, so that a program
+// stopped by a signal can take them with it (they are in groups of their
+// own, which a signal to the program's group does not reach).
+var live = struct {
+	sync.Mutex
+	groups map[int]bool
+}{groups: map[int]bool{}}
+
+func startTracked(cmd *exec.Cmd) error {
+	live.Lock()
+	defer live.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	live.groups[cmd.Process.Pid] = true
+	return nil
+}
+
+func untrack(pgid int) {
+	live.Lock()
+	delete(live.groups, pgid)
+	live.Unlock()
+}
+
+// KillCompilers kills every compiler this process is running, with its
+// children. A command stopped by SIGINT or SIGTERM calls it before it
+// exits.
+func KillCompilers() {
+	live.Lock()
+	defer live.Unlock()
+	for pgid := range live.groups {
+		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 }
 

@@ -29,7 +29,8 @@ func lookup(t *testing.T, name string) *target.Target {
 // located error on sources containing FAIL, and otherwise writes "IMAGE"
 // plus the source as the output file. $FAKE_HANG (a file for the pid of
 // the child it hangs in), $FAKE_HANG_VERSION and $FAKE_CRASH make it hang
-// or die of SIGSEGV instead.
+// or die of SIGSEGV instead; $FAKE_STRAGGLER (a file for its pid) leaves a
+// child running after a successful compile.
 type fake struct{ script, count, args string }
 
 func newFake(t *testing.T) fake {
@@ -60,6 +61,11 @@ if [ -n "$FAKE_HANG" ]; then
 	wait
 fi
 if [ -n "$FAKE_CRASH" ]; then kill -SEGV $$; fi
+if [ -n "$FAKE_STRAGGLER" ]; then
+	# A child that outlives a successful compile, holding stderr open.
+	sleep 60 &
+	echo $! > "$FAKE_STRAGGLER"
+fi
 sleep "${FAKE_SLEEP:-0.2}"
 if grep -q FAIL "$src"; then
 	case "$src" in

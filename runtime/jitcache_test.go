@@ -51,6 +51,17 @@ func TestCacheCorruptEntryRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// hashDigit changes one hex digit of the header's hash to another.
+	hashDigit := func(b []byte) []byte {
+		b = bytes.Clone(b)
+		i := len(entryMagic) + len("\nsha256 ") + 10
+		if b[i] == '0' {
+			b[i] = '1'
+		} else {
+			b[i] = '0'
+		}
+		return b
+	}
 	flip := func(i int) []byte {
 		b := bytes.Clone(good)
 		b[i] ^= 0x10
@@ -63,7 +74,7 @@ func TestCacheCorruptEntryRebuilt(t *testing.T) {
 	}{
 		{"a bit flipped in the image", flip(len(good) - 3), "corrupt"},
 		{"a bit flipped in the log", flip(len(good) - len(want) - 5), "corrupt"},
-		{"a bit flipped in the hash", flip(len(entryMagic) + 10), "corrupt"},
+		{"a digit changed in the hash", hashDigit(good), "corrupt"},
 		{"truncated by a byte", good[:len(good)-1], "the file holds"},
 		{"a byte appended", append(bytes.Clone(good), 0), "the file holds"},
 		{"empty", nil, "no entry header"},
@@ -364,5 +375,78 @@ func TestCompilerCrash(t *testing.T) {
 	}
 	if files := cacheFiles(t, dir); len(files) != 0 {
 		t.Errorf("a crashed compile left %v in the cache", files)
+	}
+}
+
+// readPid waits up to a few seconds for a pid written to file.
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	for range 200 {
+		if b, err := os.ReadFile(file); err == nil {
+			pid := 0
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", file)
+	return 0
+}
+
+// A compiler that succeeds but leaves a child behind (holding stderr) is a
+// success, at once, and the child is killed with its group.
+func TestCompilerStraggler(t *testing.T) {
+	f := newFake(t)
+	t.Setenv("NVCC", f.script)
+	t.Setenv("FAKE_SLEEP", "0")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKE_STRAGGLER", pidFile)
+	start := time.Now()
+	bin, _, err := (&Compiler{CacheDir: t.TempDir()}).Compile(context.Background(), goodSrc, lookup(t, "sm_90"), "k1")
+	if err != nil || !bytes.Equal(bin, []byte("IMAGE\n"+goodSrc)) {
+		t.Fatalf("compile with a straggler: %q, %v", bin, err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %v: the straggler held the compile up", d)
+	}
+	pid := readPid(t, pidFile)
+	time.Sleep(50 * time.Millisecond)
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the compiler's child %d outlived the compile", pid)
+	}
+}
+
+// KillCompilers, which the command line calls when SIGINT or SIGTERM stops
+// it, kills a running compiler and its children: they sit in a process
+// group of their own, which the signal to the program's group misses.
+func TestKillCompilers(t *testing.T) {
+	f := newFake(t)
+	t.Setenv("NVCC", f.script)
+	if _, err := toolVersion(context.Background(), f.script, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKE_HANG", pidFile)
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := (&Compiler{CacheDir: t.TempDir()}).Compile(context.Background(), goodSrc, lookup(t, "sm_90"), "k1")
+		errc <- err
+	}()
+	pid := readPid(t, pidFile)
+	KillCompilers()
+	select {
+	case err := <-errc:
+		var ce *CompileError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "killed") {
+			t.Errorf("compile after KillCompilers: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the compile still runs 5 s after KillCompilers")
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the compiler's child %d outlived KillCompilers", pid)
 	}
 }

@@ -20,12 +20,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/fp8gen/fp8gen/ops"
+	fpruntime "github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -48,7 +51,25 @@ var commands = []struct {
 	{"bench", "benchmark the ops on the GPU against a device copy and PyTorch", cmdBench},
 }
 
-func main() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	stopCompilersOnSignal()
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// stopCompilersOnSignal makes SIGINT, SIGTERM and SIGHUP stop fp8gen as
+// they always did, taking a running nvcc or hipcc with it: the JIT runs
+// the compiler in a process group of its own (to kill its children on a
+// timeout), which a signal to fp8gen's group does not reach.
+func stopCompilersOnSignal() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		sig := <-c
+		fpruntime.KillCompilers()
+		fmt.Fprintf(os.Stderr, "fp8gen: stopped by %v\n", sig)
+		os.Exit(128 + int(sig.(syscall.Signal)))
+	}()
+}
 
 // Main runs the command line and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) (code int) {

@@ -275,8 +275,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "runtime/jit.go",
-		old:    "case <-timer.C:\n\t\tsyscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)",
-		new:    "case <-timer.C:\n\t\tsyscall.Kill(cmd.Process.Pid, syscall.SIGKILL)",
+		old:    "case <-timer.C:\n\t\tsyscall.Kill(-pgid, syscall.SIGKILL)",
+		new:    "case <-timer.C:\n\t\tsyscall.Kill(pgid, syscall.SIGKILL)",
 		pkgs:   []string{"./runtime"},
 		tests:  "CompilerTimeout",
 		reason: "a timed-out compiler is killed without its children",
