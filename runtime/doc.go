@@ -53,7 +53,10 @@
 // removed once it is an hour old. Within a process, concurrent requests
 // for one key compile once. The compiler runs in its own process group
 // under a time limit (Compiler.Timeout, $FP8GEN_JIT_TIMEOUT, 5 minutes by
-// default) and is killed with its children past it (ErrCompilerTimeout).
+// default) and is killed with its children past it (ErrCompilerTimeout);
+// whatever it leaves running when it exits is killed too. A program that
+// stops on a signal calls KillCompilers first, as the group is out of
+// reach of a signal to the program's own.
 // A failed compile returns a *CompileError carrying the compiler's
 // messages and the numbered source lines they point at.
 package runtime
