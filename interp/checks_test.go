@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fp8gen/fp8gen/internal/captest"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -40,7 +41,7 @@ func TestUniformMaskClaimChecked(t *testing.T) {
 	if ld := findOp(f, ir.OpLoad); !ld.Mem().Uniform || ld.Mem().Vec != 4 {
 		t.Fatalf("load %s: want vec=4 uniform", ld.LongString())
 	}
-	x, y := f32s(make([]float32, 256)), f32s(make([]float32, 256))
+	x, y := captest.F32s(make([]float32, 256)), captest.F32s(make([]float32, 256))
 	if err := launch(t, f, [3]int{1, 1, 1}, x, y, 32); err != nil {
 		t.Fatalf("n=32, as specialized: %v", err)
 	}
@@ -136,10 +137,10 @@ func TestMultipleOfChecked(t *testing.T) {
 	if st := findOp(f, ir.OpStore); st.Mem().Vec != 4 {
 		t.Errorf("store %s: the hint should allow 16-byte vectors", st.LongString())
 	}
-	if err := launch(t, f, [3]int{1, 1, 1}, i32s([]int32{8}), f32s(make([]float32, 48))); err != nil {
+	if err := launch(t, f, [3]int{1, 1, 1}, captest.I32s([]int32{8}), captest.F32s(make([]float32, 48))); err != nil {
 		t.Fatalf("start 8: %v", err)
 	}
-	err := launch(t, f, [3]int{1, 1, 1}, i32s([]int32{6}), f32s(make([]float32, 48)))
+	err := launch(t, f, [3]int{1, 1, 1}, captest.I32s([]int32{6}), captest.F32s(make([]float32, 48)))
 	want := fmt.Sprintf("%s:%d: assume: the kernel asserts a multiple of 4, lane 0 register 0 holds 6", thisFile(), line)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("start 6: error %v; want %q", err, want)

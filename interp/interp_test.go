@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fp8gen/fp8gen/fp8"
+	"github.com/fp8gen/fp8gen/internal/captest"
 	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
@@ -62,27 +63,6 @@ func launch(t *testing.T, f *ir.Func, grid [3]int, args ...any) error {
 		return nil
 	}
 }
-
-func f32s(x []float32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	return b
-}
-
-func i32s(x []int32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
-	}
-	return b
-}
-
-func getF32(b []byte, i int) float32 {
-	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-}
-func getI32(b []byte, i int) int32 { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
 
 // transpose is colwise_cast's store half on a [64,16] tile of bf16 x[M,K]:
 // cast to fp8 and stored transposed into qt[K,M], through one LDS round trip.
@@ -195,10 +175,10 @@ func TestOutOfBounds(t *testing.T) {
 		b.Store(b.PtrAdd(y, offs), v, nil)
 	})
 	// In bounds: 64 floats each.
-	if err := launch(t, f, [3]int{1, 1, 1}, f32s(make([]float32, 64)), f32s(make([]float32, 64))); err != nil {
+	if err := launch(t, f, [3]int{1, 1, 1}, captest.F32s(make([]float32, 64)), captest.F32s(make([]float32, 64))); err != nil {
 		t.Fatalf("in bounds: %v", err)
 	}
-	err := launch(t, f, [3]int{1, 1, 1}, f32s(make([]float32, 48)), f32s(make([]float32, 64)))
+	err := launch(t, f, [3]int{1, 1, 1}, captest.F32s(make([]float32, 48)), captest.F32s(make([]float32, 64)))
 	want := fmt.Sprintf("%s:%d: load: out-of-bounds access to x", thisFile(), line)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("load past x: error %v; want %q", err, want)
@@ -206,7 +186,7 @@ func TestOutOfBounds(t *testing.T) {
 	if !strings.Contains(err.Error(), "(192 bytes long)") {
 		t.Errorf("error %q does not give the buffer's length", err)
 	}
-	err = launch(t, f, [3]int{1, 1, 1}, f32s(make([]float32, 64)), f32s(make([]float32, 63)))
+	err = launch(t, f, [3]int{1, 1, 1}, captest.F32s(make([]float32, 64)), captest.F32s(make([]float32, 63)))
 	if err == nil || !strings.Contains(err.Error(), "out-of-bounds access to y at byte 252") {
 		t.Fatalf("store past y: error %v; want an out-of-bounds access to y at byte 252", err)
 	}
@@ -221,13 +201,13 @@ func TestOutOfBoundsMasked(t *testing.T) {
 		m := b.Lt(offs, n)
 		b.Store(b.PtrAdd(x, offs), b.Add(b.Load(b.PtrAdd(x, offs), m, nil), 1.0), m)
 	})
-	buf := f32s(make([]float32, 40))
+	buf := captest.F32s(make([]float32, 40))
 	if err := launch(t, f, [3]int{1, 1, 1}, buf, 40); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 40; i++ {
-		if getF32(buf, i) != 1 {
-			t.Fatalf("x[%d] = %v; want 1", i, getF32(buf, i))
+		if captest.GetF32(buf, i) != 1 {
+			t.Fatalf("x[%d] = %v; want 1", i, captest.GetF32(buf, i))
 		}
 	}
 }
@@ -265,13 +245,13 @@ func TestAtomicMax(t *testing.T) {
 		for _, v := range x {
 			want = ir.MaxF32(want, float32(math.Abs(float64(v))))
 		}
-		out := f32s([]float32{0})
+		out := captest.F32s([]float32{0})
 		// More programs than tiles, and fewer: both grids see every tile once.
 		grid := []int{3, 8, 25}[trial%3]
-		if err := launch(t, f, [3]int{grid, 1, 1}, f32s(x), out, n); err != nil {
+		if err := launch(t, f, [3]int{grid, 1, 1}, captest.F32s(x), out, n); err != nil {
 			t.Fatal(err)
 		}
-		if got := getF32(out, 0); got != want || want != 1000+float32(trial) {
+		if got := captest.GetF32(out, 0); got != want || want != 1000+float32(trial) {
 			t.Errorf("grid %d: amax = %v; want %v (NaNs ignored)", grid, got, want)
 		}
 	}
@@ -280,11 +260,11 @@ func TestAtomicMax(t *testing.T) {
 	for i := range x {
 		x[i] = float32(math.NaN())
 	}
-	out := f32s([]float32{0})
-	if err := launch(t, f, [3]int{4, 1, 1}, f32s(x), out, len(x)); err != nil {
+	out := captest.F32s([]float32{0})
+	if err := launch(t, f, [3]int{4, 1, 1}, captest.F32s(x), out, len(x)); err != nil {
 		t.Fatal(err)
 	}
-	if got := getF32(out, 0); got != 0 || math.Signbit(float64(got)) {
+	if got := captest.GetF32(out, 0); got != 0 || math.Signbit(float64(got)) {
 		t.Errorf("amax of NaNs = %v; want +0", got)
 	}
 }
@@ -316,11 +296,11 @@ func TestAtomicAdd(t *testing.T) {
 				x[i] = int32(r.IntN(2001) - 1000)
 				want += x[i]
 			}
-			out := i32s([]int32{5})
-			if err := launch(t, f, [3]int{7, 1, 1}, i32s(x), out, n); err != nil {
+			out := captest.I32s([]int32{5})
+			if err := launch(t, f, [3]int{7, 1, 1}, captest.I32s(x), out, n); err != nil {
 				t.Fatal(err)
 			}
-			if got := getI32(out, 0); got != want+5 {
+			if got := captest.GetI32(out, 0); got != want+5 {
 				t.Errorf("sum = %d; want %d", got, want+5)
 			}
 		})
@@ -333,11 +313,11 @@ func TestAtomicAdd(t *testing.T) {
 				x[i] = float32(r.IntN(201) - 100)
 				want += float64(x[i])
 			}
-			out := f32s([]float32{0.5})
-			if err := launch(t, f, [3]int{5, 1, 1}, f32s(x), out, n); err != nil {
+			out := captest.F32s([]float32{0.5})
+			if err := launch(t, f, [3]int{5, 1, 1}, captest.F32s(x), out, n); err != nil {
 				t.Fatal(err)
 			}
-			if got := getF32(out, 0); float64(got) != want+0.5 {
+			if got := captest.GetF32(out, 0); float64(got) != want+0.5 {
 				t.Errorf("sum = %v; want %v", got, want+0.5)
 			}
 		})
@@ -355,13 +335,13 @@ func TestLoopStepNotPositive(t *testing.T) {
 		}
 		line = at(func() { b.For(0, n, step, nil, body) })
 	})
-	buf := i32s(make([]int32, 8))
+	buf := captest.I32s(make([]int32, 8))
 	if err := launch(t, f, [3]int{1, 1, 1}, buf, 8, 3); err != nil {
 		t.Fatalf("step 3: %v", err)
 	}
 	for i := 0; i < 8; i++ {
-		if want := int32(b2i(i%3 == 0)); getI32(buf, i) != want {
-			t.Errorf("x[%d] = %d; want %d", i, getI32(buf, i), want)
+		if want := int32(b2i(i%3 == 0)); captest.GetI32(buf, i) != want {
+			t.Errorf("x[%d] = %d; want %d", i, captest.GetI32(buf, i), want)
 		}
 	}
 	for _, step := range []int{0, -1} {
@@ -372,7 +352,7 @@ func TestLoopStepNotPositive(t *testing.T) {
 		}
 	}
 	// An empty range needs no step check to end, but still runs nothing.
-	if err := launch(t, f, [3]int{1, 1, 1}, i32s(make([]int32, 8)), 0, 1); err != nil {
+	if err := launch(t, f, [3]int{1, 1, 1}, captest.I32s(make([]int32, 8)), 0, 1); err != nil {
 		t.Errorf("empty loop: %v", err)
 	}
 }
@@ -418,8 +398,8 @@ func TestMisalignedVector(t *testing.T) {
 		err := launch(t, f, [3]int{2, 1, 1}, x, y, k)
 		if err == nil {
 			for i := 0; i < 2*k; i++ {
-				if getF32(y, i) != float32(i) {
-					t.Fatalf("K=%d: y[%d] = %v; want %d", k, i, getF32(y, i), i)
+				if captest.GetF32(y, i) != float32(i) {
+					t.Fatalf("K=%d: y[%d] = %v; want %d", k, i, captest.GetF32(y, i), i)
 				}
 			}
 		}
@@ -495,11 +475,11 @@ func TestReduceShapes(t *testing.T) {
 							}
 						}
 						y := make([]byte, 4*n)
-						if err := launch(t, f, [3]int{1, 1, 1}, i32s(x), y); err != nil {
+						if err := launch(t, f, [3]int{1, 1, 1}, captest.I32s(x), y); err != nil {
 							t.Fatal(err)
 						}
 						for o := range want {
-							if got := getI32(y, o); got != want[o] {
+							if got := captest.GetI32(y, o); got != want[o] {
 								t.Fatalf("y[%d] = %d; want %d\n%v", o, got, want[o], f)
 							}
 						}
@@ -529,11 +509,11 @@ func TestReduceTwice(t *testing.T) {
 					x[i] = int32(i%17 - 8)
 					want += x[i]
 				}
-				out := i32s([]int32{0})
-				if err := launch(t, f, [3]int{3, 1, 1}, i32s(x), out); err != nil {
+				out := captest.I32s([]int32{0})
+				if err := launch(t, f, [3]int{3, 1, 1}, captest.I32s(x), out); err != nil {
 					t.Fatal(err)
 				}
-				if got := getI32(out, 0); got != 3*want {
+				if got := captest.GetI32(out, 0); got != 3*want {
 					t.Errorf("3 programs' sums = %d; want %d", got, 3*want)
 				}
 			})
@@ -615,7 +595,7 @@ func TestLoopCarriedTransposed(t *testing.T) {
 		x[i] = int32((i*7919)%1000 - 500)
 	}
 	y := make([]byte, 4*64*16)
-	if err := launch(t, f, [3]int{1, 1, 1}, i32s(x), y, k); err != nil {
+	if err := launch(t, f, [3]int{1, 1, 1}, captest.I32s(x), y, k); err != nil {
 		t.Fatal(err)
 	}
 	for r := 0; r < 64; r++ {
@@ -624,7 +604,7 @@ func TestLoopCarriedTransposed(t *testing.T) {
 			for i := 1; i < k; i++ {
 				w = max(w, x[i*1024+j*64+r])
 			}
-			if got := getI32(y, r*16+j); got != w {
+			if got := captest.GetI32(y, r*16+j); got != w {
 				t.Fatalf("y[%d][%d] = %d; want %d\n%v", r, j, got, w, f)
 			}
 		}

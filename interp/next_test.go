@@ -3,6 +3,7 @@ package interp_test
 import (
 	"testing"
 
+	"github.com/fp8gen/fp8gen/internal/captest"
 	"github.com/fp8gen/fp8gen/ir"
 )
 
@@ -31,7 +32,7 @@ func TestLoopBoundsLoadedFromMemory(t *testing.T) {
 		x[i] = float32(i % 97)
 	}
 	out := make([]byte, 4*k*(len(groups)-1))
-	if err := launch(t, f, [3]int{len(groups) - 1, 1, 1}, f32s(x), i32s(groups), out); err != nil {
+	if err := launch(t, f, [3]int{len(groups) - 1, 1, 1}, captest.F32s(x), captest.I32s(groups), out); err != nil {
 		t.Fatal(err)
 	}
 	for g := 0; g+1 < len(groups); g++ {
@@ -40,7 +41,7 @@ func TestLoopBoundsLoadedFromMemory(t *testing.T) {
 			for r := groups[g]; r < groups[g+1]; r++ {
 				want += x[int(r)*k+c]
 			}
-			if got := getF32(out, g*k+c); got != want {
+			if got := captest.GetF32(out, g*k+c); got != want {
 				t.Fatalf("group %d column %d: %v, want %v", g, c, got, want)
 			}
 		}
@@ -78,7 +79,7 @@ func TestRotateHalfPartner(t *testing.T) {
 		cs[i], sn[i] = float32(i%5)/4, float32(i%7)/8
 	}
 	out := make([]byte, 4*rows*d)
-	if err := launch(t, f, [3]int{rows, 1, 1}, f32s(x), f32s(cs), f32s(sn), out); err != nil {
+	if err := launch(t, f, [3]int{rows, 1, 1}, captest.F32s(x), captest.F32s(cs), captest.F32s(sn), out); err != nil {
 		t.Fatal(err)
 	}
 	for r := 0; r < rows; r++ {
@@ -90,7 +91,7 @@ func TestRotateHalfPartner(t *testing.T) {
 				rot = x[r*d+i-d/2]
 			}
 			want := float32(x[r*d+i]*cs[i]) - float32(rot*sn[i]) // conversions forbid a fused multiply-add
-			if got := getF32(out, r*d+i); got != want {
+			if got := captest.GetF32(out, r*d+i); got != want {
 				t.Fatalf("row %d element %d: %v, want %v", r, i, got, want)
 			}
 		}

@@ -60,7 +60,8 @@ func F32s(x []float32) []byte {
 	return b
 }
 
-func i32s(x []int32) []byte {
+// I32s is x as little-endian bytes.
+func I32s(x []int32) []byte {
 	b := make([]byte, 4*len(x))
 	for i, v := range x {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
@@ -68,7 +69,8 @@ func i32s(x []int32) []byte {
 	return b
 }
 
-func i64s(x []int64) []byte {
+// I64s is x as little-endian bytes.
+func I64s(x []int64) []byte {
 	b := make([]byte, 8*len(x))
 	for i, v := range x {
 		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
@@ -80,8 +82,12 @@ func i64s(x []int64) []byte {
 func GetF32(b []byte, i int) float32 {
 	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 }
-func getI32(b []byte, i int) int32 { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
-func getI64(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
+
+// GetI32 is element i of little-endian i32 bytes.
+func GetI32(b []byte, i int) int32 { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
+
+// GetI64 is element i of little-endian i64 bytes.
+func GetI64(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
 
 func countOps(f *ir.Func, op ir.Op) int {
 	n := 0
@@ -194,13 +200,13 @@ var Cases = []Case{
 			for i := range x {
 				x[i], w[i] = r.Int64()>>2, r.Int32()-1<<30
 			}
-			return [3]int{4, 1, 1}, []any{i64s(x), i32s(w), make([]byte, 8*n), n}
+			return [3]int{4, 1, 1}, []any{I64s(x), I32s(w), make([]byte, 8*n), n}
 		},
 		Want: func(t testing.TB, args []any) {
 			x, w, y := args[0].([]byte), args[1].([]byte), args[2].([]byte)
 			for i := 0; i < args[3].(int); i++ {
-				want := getI64(x, i)*3 + int64(getI32(w, i))<<33
-				if got := getI64(y, i); got != want {
+				want := GetI64(x, i)*3 + int64(GetI32(w, i))<<33
+				if got := GetI64(y, i); got != want {
 					t.Fatalf("y[%d] = %d, want %d", i, got, want)
 				}
 			}
@@ -238,7 +244,7 @@ var Cases = []Case{
 			for i := range w {
 				w[i] = r.Int32N(2000001) - 1000000
 			}
-			return [3]int{(n + 31) / 32, 1, e}, []any{i32s(w), make([]byte, 4*e*n), k, n}
+			return [3]int{(n + 31) / 32, 1, e}, []any{I32s(w), make([]byte, 4*e*n), k, n}
 		},
 		Want: func(t testing.TB, args []any) {
 			w, out, k, n := args[0].([]byte), args[1].([]byte), args[2].(int), args[3].(int)
@@ -246,10 +252,10 @@ var Cases = []Case{
 				for j := 0; j < n; j++ {
 					want := int32(0)
 					for i := 0; i < k; i++ {
-						v := getI32(w, (e*k+i)*n+j)
+						v := GetI32(w, (e*k+i)*n+j)
 						want = max(want, v, -v)
 					}
-					if got := getI32(out, e*n+j); got != want {
+					if got := GetI32(out, e*n+j); got != want {
 						t.Fatalf("expert %d column %d: %d, want %d", e, j, got, want)
 					}
 				}
@@ -276,7 +282,7 @@ var Cases = []Case{
 			for i := range x {
 				x[i] = float32(r.NormFloat64())
 			}
-			return [3]int{len(starts), 1, 1}, []any{i32s(starts), F32s(x), make([]byte, 4*64*len(starts))}
+			return [3]int{len(starts), 1, 1}, []any{I32s(starts), F32s(x), make([]byte, 4*64*len(starts))}
 		},
 		Want: func(t testing.TB, args []any) {
 			starts, x, y := args[0].([]byte), args[1].([]byte), args[2].([]byte)
@@ -284,7 +290,7 @@ var Cases = []Case{
 				for i := 0; i < 64; i++ {
 					want := float32(-3.5)
 					if i < 48 {
-						want = GetF32(x, int(getI32(starts, g))+i)
+						want = GetF32(x, int(GetI32(starts, g))+i)
 					}
 					if got := GetF32(y, g*64+i); math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("group %d element %d: %v, want %v", g, i, got, want)
@@ -329,12 +335,12 @@ var Cases = []Case{
 			for i := range y {
 				y[i] = -7 // the sentinel
 			}
-			return [3]int{8, len(ends) - 1, 1}, []any{i32s(ends), F32s(x), F32s(y)}
+			return [3]int{8, len(ends) - 1, 1}, []any{I32s(ends), F32s(x), F32s(y)}
 		},
 		Want: func(t testing.TB, args []any) {
 			ends, x, y := args[0].([]byte), args[1].([]byte), args[2].([]byte)
 			for g := 0; g+1 < len(ends)/4; g++ {
-				lo, hi := int(getI32(ends, g)), int(getI32(ends, g+1))
+				lo, hi := int(GetI32(ends, g)), int(GetI32(ends, g+1))
 				for blk := 0; blk < 8; blk++ {
 					want := float32(-7)
 					if s := lo + blk*128; s < hi {
@@ -390,13 +396,13 @@ var Cases = []Case{
 				if bits>>31 != 0 {
 					want = ^exp
 				}
-				if got := getI32(e, i); got != want {
+				if got := GetI32(e, i); got != want {
 					t.Fatalf("x[%d] = %#x: e = %d, want %d", i, bits, got, want)
 				}
 				if got := math.Float32bits(GetF32(p, i)); got != uint32(exp)<<23 {
 					t.Fatalf("x[%d] = %#x: p = %#x, want %#x", i, bits, got, uint32(exp)<<23)
 				}
-				if got := getI32(u, i); got != int32(bits>>28) {
+				if got := GetI32(u, i); got != int32(bits>>28) {
 					t.Fatalf("x[%d] = %#x: shr_u 28 = %d, want %d", i, bits, got, bits>>28)
 				}
 			}
@@ -429,15 +435,15 @@ var Cases = []Case{
 		Want: func(t testing.TB, args []any) {
 			counter, total, tickets, olds := args[0].([]byte), args[1].([]byte), args[2].([]byte), args[3].([]byte)
 			n := len(tickets) / 4
-			if getI32(counter, 0) != int32(n) {
-				t.Errorf("counter %d after %d programs", getI32(counter, 0), n)
+			if GetI32(counter, 0) != int32(n) {
+				t.Errorf("counter %d after %d programs", GetI32(counter, 0), n)
 			}
 			if want := float32(n * (n - 1) / 2); GetF32(total, 0) != want {
 				t.Errorf("total %v, want %v", GetF32(total, 0), want)
 			}
 			var ts []int
 			for i := 0; i < n; i++ {
-				ts = append(ts, int(getI32(tickets, i)))
+				ts = append(ts, int(GetI32(tickets, i)))
 			}
 			sort.Ints(ts)
 			for i, tk := range ts {
