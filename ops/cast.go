@@ -270,13 +270,18 @@ var Colwise = register(&Op{
 	},
 })
 
-// colCandidates: tiles of BLOCK_M rows × BLOCK_K columns, 2-D grid. Columns
-// of 64 bf16 give 128-byte row segments to read; the transposed tile leaves
-// through LDS in rows of BLOCK_M bytes of qt.
-func colCandidates() []Candidate {
+// colCandidates: tiles of BLOCK_M rows × BLOCK_K columns, 2-D grid.
+func colCandidates() []Candidate { return columnTiles("BLOCK_M", "BLOCK_K") }
+
+// columnTiles are the tiles of the ops with one scale per column (colwise,
+// and the MoE scales), rows × cols knobs and the waves for them, most
+// preferred first: columns of 64 bf16 give 128-byte row segments to read,
+// and a transposed tile leaves through LDS in rows of `rows` bytes. more
+// is appended to each.
+func columnTiles(rows, cols string, more ...Assign) []Candidate {
 	var out []Candidate
 	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}, {"64", "32", "4"}, {"32", "32", "4"}} {
-		out = append(out, Candidate{{"BLOCK_M", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}})
+		out = append(out, append(Candidate{{rows, e(c[0])}, {cols, e(c[1])}, {"WARPS", e(c[2])}}, more...))
 	}
 	return out
 }

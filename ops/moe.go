@@ -130,16 +130,8 @@ var ExpertColwise = register(&Op{
 // expertGrid: column blocks × K blocks × experts.
 var expertGrid = [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("cdiv(K, BLOCK_K)"), e("E")}
 
-// expertCandidates: the colwise tiles: 64 bf16 columns make 128-byte row
-// segments; the transposed layout leaves through LDS in rows of BLOCK_K
-// bytes of qt.
-func expertCandidates() []Candidate {
-	var out []Candidate
-	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}, {"64", "32", "4"}, {"32", "32", "4"}} {
-		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}})
-	}
-	return out
-}
+// expertCandidates: the colwise tiles, BLOCK_K rows × BLOCK_N columns.
+func expertCandidates() []Candidate { return columnTiles("BLOCK_K", "BLOCK_N") }
 
 var GroupedColwise = register(&Op{
 	Name: "grouped_colwise_cast",
@@ -239,12 +231,8 @@ var groupedGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("E"), e("SPLIT")}
 // fill the GPU a few times over when the groups are few, but not more
 // than an average group has tiles.
 func groupedCandidates() []Candidate {
-	var out []Candidate
-	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}, {"64", "32", "4"}, {"32", "32", "4"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])},
-			{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}})
-	}
-	return out
+	return columnTiles("BLOCK_T", "BLOCK_K",
+		Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")})
 }
 
 // groupStatus explains the status word.
