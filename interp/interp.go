@@ -526,29 +526,18 @@ func (b *block) load(v *ir.Value) error {
 	lanes, regs := b.shape(v)
 	p, m, o := b.op(v.Ptr()), b.op(v.Mask()), b.op(v.Other())
 	size := v.Type.DType.Bytes()
-	mem := v.Mem()
-	vec := max(mem.Vec, 1)
-	for t := range lanes {
-		for r0 := 0; r0 < regs; r0 += vec {
-			whole, err := vectorCheck(v, func(r int) int64 { _, off := ptr(p.at(t, r)); return off },
-				func(r int) bool { return m.at(t, r) != 0 }, r0, vec, size, mem.Uniform)
-			if err != nil {
-				return err
-			}
-			for r := r0; r < r0+vec && r < regs; r++ {
-				if !whole && (vec == 1 || mem.Uniform || m.at(t, r) == 0) {
-					out[t*regs+r] = o.at(t, r)
-					continue
-				}
-				x, err := b.access(v, p.at(t, r), size)
-				if err != nil {
-					return err
-				}
-				out[t*regs+r] = readBits(x)
-			}
+	return b.accesses(v, lanes, regs, p, m, size, func(t, r int, on bool) error {
+		if !on {
+			out[t*regs+r] = o.at(t, r)
+			return nil
 		}
-	}
-	return nil
+		x, err := b.access(v, p.at(t, r), size)
+		if err != nil {
+			return err
+		}
+		out[t*regs+r] = readBits(x)
+		return nil
+	})
 }
 
 // store writes where the mask holds; lowering has put the owner predicate
@@ -563,6 +552,24 @@ func (b *block) store(v *ir.Value) error {
 		}
 	}
 	size := v.Data().Type.DType.Bytes()
+	return b.accesses(v, lanes, regs, p, m, size, func(t, r int, on bool) error {
+		if !on {
+			return nil
+		}
+		dst, err := b.access(v, p.at(t, r), size)
+		if err != nil {
+			return err
+		}
+		writeBits(dst, x.at(t, r))
+		return nil
+	})
+}
+
+// accesses walks the elements of a global load or store vector by vector,
+// each vector held first to what the GPU needs of it (vectorCheck), and
+// calls fn with each element and whether it is accessed: its own mask
+// bit, or for a vector under a uniform mask the vector's.
+func (b *block) accesses(v *ir.Value, lanes, regs int, p, m operand, size int, fn func(t, r int, on bool) error) error {
 	mem := v.Mem()
 	vec := max(mem.Vec, 1)
 	for t := range lanes {
@@ -573,14 +580,10 @@ func (b *block) store(v *ir.Value) error {
 				return err
 			}
 			for r := r0; r < r0+vec && r < regs; r++ {
-				if !whole && (vec == 1 || mem.Uniform || m.at(t, r) == 0) {
-					continue
-				}
-				dst, err := b.access(v, p.at(t, r), size)
-				if err != nil {
+				on := whole || !(vec == 1 || mem.Uniform || m.at(t, r) == 0)
+				if err := fn(t, r, on); err != nil {
 					return err
 				}
-				writeBits(dst, x.at(t, r))
 			}
 		}
 	}
