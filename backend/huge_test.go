@@ -11,6 +11,29 @@ import (
 	"github.com/fp8gen/fp8gen/ops"
 )
 
+// countParallel runs check(i) for every i in [0, n) on all CPUs, each
+// worker with its own check (and scratch) from newCheck, and returns the
+// sum of what the checks count.
+func countParallel(n int, newCheck func() func(i int) int) int {
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	counts := make([]int, workers)
+	for w := range workers {
+		wg.Go(func() {
+			check := newCheck()
+			for i := w; i < n; i += workers {
+				counts[w] += check(i)
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	return total
+}
+
 // hugeX fills bf16 x[m, k] from a hash of each index, every row with one
 // larger element so that rows have their own scales; in parallel.
 func hugeX(x *ops.Tensor, m, k int) {
@@ -56,36 +79,27 @@ func TestGPUHugeTensor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%v elements (x %d B) in %v on %s, schedule %v", m*k, in["x"].Bytes(), st.Elapsed, g.T.Name, p.Schedule)
-	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0)
-	bad := make([]int, workers)
-	for w := range workers {
-		wg.Go(func() {
-			row := make([]float32, k)
-			for r := w; r < m; r += workers {
-				amax := float32(0)
-				for j := range row {
-					i := r*k + j
-					row[j] = math.Float32frombits(uint32(in["x"].Data[2*i])<<16 | uint32(in["x"].Data[2*i+1])<<24)
-					amax = refnum.MaxNum(amax, refnum.Abs(row[j]))
-				}
-				scale := p.Format.Max / refnum.MaxNum(amax, float32(ops.Eps))
-				for j, v := range row {
-					if out["q"].Data[r*k+j] != refnum.EncodeFP8(p.Format, v*scale) {
-						bad[w]++
-					}
-				}
-				if math.Float32bits(float32(out["inv_scale"].Float(r))) != math.Float32bits(1/scale) {
-					bad[w]++
+	n := countParallel(m, func() func(r int) int {
+		row := make([]float32, k)
+		return func(r int) (bad int) {
+			amax := float32(0)
+			for j := range row {
+				i := r*k + j
+				row[j] = math.Float32frombits(uint32(in["x"].Data[2*i])<<16 | uint32(in["x"].Data[2*i+1])<<24)
+				amax = refnum.MaxNum(amax, refnum.Abs(row[j]))
+			}
+			scale := p.Format.Max / refnum.MaxNum(amax, float32(ops.Eps))
+			for j, v := range row {
+				if out["q"].Data[r*k+j] != refnum.EncodeFP8(p.Format, v*scale) {
+					bad++
 				}
 			}
-		})
-	}
-	wg.Wait()
-	n := 0
-	for _, b := range bad {
-		n += b
-	}
+			if math.Float32bits(float32(out["inv_scale"].Float(r))) != math.Float32bits(1/scale) {
+				bad++
+			}
+			return bad
+		}
+	})
 	if n != 0 {
 		t.Errorf("%d elements differ from the reference", n)
 	}
@@ -115,42 +129,57 @@ func TestGPUHugeExpert(t *testing.T) {
 	t.Logf("%v elements (w %d B) in %v on %s, schedule %v", ne*k*n, in["w"].Bytes(), st.Elapsed, g.T.Name, p.Schedule)
 	w := in["w"].Data
 	val := func(i int) float32 { return math.Float32frombits(uint32(w[2*i])<<16 | uint32(w[2*i+1])<<24) }
-	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0)
-	bad := make([]int, workers)
-	for wk := range workers {
-		wg.Go(func() {
-			scale := make([]float32, n)
-			for ex := wk; ex < ne; ex += workers {
-				clear(scale)
-				for i := 0; i < k; i++ { // amax, row by row
-					for j := 0; j < n; j++ {
-						scale[j] = refnum.MaxNum(scale[j], refnum.Abs(val((ex*k+i)*n+j)))
-					}
+	total := countParallel(ne, func() func(ex int) int {
+		scale := make([]float32, n)
+		return func(ex int) (bad int) {
+			clear(scale)
+			for i := 0; i < k; i++ { // amax, row by row
+				for j := 0; j < n; j++ {
+					scale[j] = refnum.MaxNum(scale[j], refnum.Abs(val((ex*k+i)*n+j)))
 				}
-				for j := range scale {
-					scale[j] = p.Format.Max / refnum.MaxNum(scale[j], float32(ops.Eps))
-					if math.Float32bits(float32(out["inv_scale"].Float(ex*n+j))) != math.Float32bits(1/scale[j]) {
-						bad[wk]++
-					}
+			}
+			for j := range scale {
+				scale[j] = p.Format.Max / refnum.MaxNum(scale[j], float32(ops.Eps))
+				if math.Float32bits(float32(out["inv_scale"].Float(ex*n+j))) != math.Float32bits(1/scale[j]) {
+					bad++
 				}
-				for i := 0; i < k; i++ {
-					for j := 0; j < n; j++ {
-						e := (ex*k+i)*n + j
-						if out["q"].Data[e] != refnum.EncodeFP8(p.Format, val(e)*scale[j]) {
-							bad[wk]++
-						}
+			}
+			for i := 0; i < k; i++ {
+				for j := 0; j < n; j++ {
+					e := (ex*k+i)*n + j
+					if out["q"].Data[e] != refnum.EncodeFP8(p.Format, val(e)*scale[j]) {
+						bad++
 					}
 				}
 			}
-		})
-	}
-	wg.Wait()
-	total := 0
-	for _, b := range bad {
-		total += b
-	}
+			return bad
+		}
+	})
 	if total != 0 {
 		t.Errorf("%d elements differ from the reference", total)
+	}
+}
+
+// countParallel visits every index once and sums what the checks count.
+func TestCountParallel(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 1000} {
+		var mu sync.Mutex
+		seen := map[int]int{}
+		got := countParallel(n, func() func(int) int {
+			return func(i int) int {
+				mu.Lock()
+				seen[i]++
+				mu.Unlock()
+				return i
+			}
+		})
+		if got != n*(n-1)/2 || len(seen) != n {
+			t.Errorf("n=%d: sum %d, %d indices seen; want %d, %d", n, got, len(seen), n*(n-1)/2, n)
+		}
+		for i, c := range seen {
+			if c != 1 || i < 0 || i >= n {
+				t.Errorf("n=%d: index %d visited %d times", n, i, c)
+			}
+		}
 	}
 }
