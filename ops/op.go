@@ -772,15 +772,26 @@ func (c *Call) WithOutputs(in map[string]*Tensor) (all, out map[string]*Tensor) 
 }
 
 // CheckInputs runs the op's host-side input checks, if it has any.
+// Its error is an *InputError.
 func (c *Call) CheckInputs(in map[string]*Tensor) error {
 	if c.Op.Validate == nil {
 		return nil
 	}
 	if err := c.Op.Validate(c, in); err != nil {
-		return fmt.Errorf("%s: %w", c.Op.Name, err)
+		return &InputError{Op: c.Op.Name, Err: err}
 	}
 	return nil
 }
+
+// InputError is inputs an op refuses (offsets that decrease, say): the
+// caller's mistake, found on the host before any launch.
+type InputError struct {
+	Op  string
+	Err error
+}
+
+func (e *InputError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
 
 // CheckStatus reads the status words the kernels set after a run and
 // returns the violations they report.

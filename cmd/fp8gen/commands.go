@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -222,11 +223,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		copy(t.Data, a.Data)
 	}
-	if err := p.CheckInputs(in); err != nil {
-		return usagef("--in: %v", err)
-	}
 	all, out := p.WithOutputs(in)
 	st, err := be.Run(p, all)
+	if ie := (*ops.InputError)(nil); errors.As(err, &ie) {
+		return usagef("--in: %v", err) // refused before any launch
+	}
 	if err != nil {
 		return err
 	}
