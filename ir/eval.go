@@ -92,6 +92,24 @@ func EvalUnary(op Op, d, to DType, x uint64) uint64 {
 	return Trunc(d, i)
 }
 
+// compare is a comparison op on ordered operands, as a bool's bits (false
+// for any comparison with a NaN but ne).
+func compare[T float32 | int64](op Op, a, c T) uint64 {
+	switch op {
+	case OpLt:
+		return b2u(a < c)
+	case OpLe:
+		return b2u(a <= c)
+	case OpGt:
+		return b2u(a > c)
+	case OpGe:
+		return b2u(a >= c)
+	case OpEq:
+		return b2u(a == c)
+	}
+	return b2u(a != c)
+}
+
 // EvalBinary computes a two-operand elementwise op on operands of type d.
 func EvalBinary(op Op, d DType, x, y uint64) (uint64, error) {
 	switch d.K {
@@ -110,18 +128,8 @@ func EvalBinary(op Op, d DType, x, y uint64) (uint64, error) {
 			return bitsF32(MaxF32(a, c)), nil
 		case OpMin:
 			return bitsF32(MinF32(a, c)), nil
-		case OpLt:
-			return b2u(a < c), nil
-		case OpLe:
-			return b2u(a <= c), nil
-		case OpGt:
-			return b2u(a > c), nil
-		case OpGe:
-			return b2u(a >= c), nil
-		case OpEq:
-			return b2u(a == c), nil
-		case OpNe:
-			return b2u(a != c), nil
+		case OpLt, OpLe, OpGt, OpGe, OpEq, OpNe:
+			return compare(op, a, c), nil
 		}
 	case KBool:
 		switch op {
@@ -178,18 +186,8 @@ func EvalBinary(op Op, d DType, x, y uint64) (uint64, error) {
 				u = uint64(uint32(a))
 			}
 			return Trunc(d, int64(u>>(uint(c)%bits))), nil
-		case OpLt:
-			return b2u(a < c), nil
-		case OpLe:
-			return b2u(a <= c), nil
-		case OpGt:
-			return b2u(a > c), nil
-		case OpGe:
-			return b2u(a >= c), nil
-		case OpEq:
-			return b2u(a == c), nil
-		case OpNe:
-			return b2u(a != c), nil
+		case OpLt, OpLe, OpGt, OpGe, OpEq, OpNe:
+			return compare(op, a, c), nil
 		}
 	}
 	panic(fmt.Sprintf("BUG: no %s on %v", op.Name(), d))
