@@ -115,10 +115,11 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 
 // derived reports whether v's layout follows from its operand's alone, so
 // that users never choose it: a reduction's is the slice of its operand's,
-// a load's its pointer's anchor, an atomic's its pointer's.
+// a load's its pointer's anchor, an atomic's its pointer's, a loop
+// result's the layout its value is carried in.
 func derived(v *ir.Value) bool {
 	switch v.Op {
-	case ir.OpReduce, ir.OpLoad, ir.OpAtomic:
+	case ir.OpReduce, ir.OpLoad, ir.OpAtomic, ir.OpForResult:
 		return true
 	}
 	return false
