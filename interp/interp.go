@@ -84,7 +84,14 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 		next <- i
 	}
 	close(next)
-	errs := make([]error, workers)
+	// Programs are handed out in id order and a worker stops at its first
+	// failure, so every program below the lowest failing id has run: that
+	// failure is the one reported, whatever the number of workers.
+	type failure struct {
+		id  int
+		err error
+	}
+	fails := make([]failure, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -94,19 +101,20 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 			for id := range next {
 				pid := [3]int{id % grid[0], id / grid[0] % grid[1], id / (grid[0] * grid[1])}
 				if err := b.run(pid); err != nil {
-					errs[w] = fmt.Errorf("program %v: %w", pid, err)
+					fails[w] = failure{id, fmt.Errorf("program %v: %w", pid, err)}
 					return
 				}
 			}
 		}(w)
 	}
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return e
+	first := failure{id: total}
+	for _, f := range fails {
+		if f.err != nil && f.id < first.id {
+			first = f
 		}
 	}
-	return nil
+	return first.err
 }
 
 type machine struct {

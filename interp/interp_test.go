@@ -366,35 +366,47 @@ func b2i(c bool) int {
 
 func TestMisalignedVector(t *testing.T) {
 	var line int
-	setup := func(b *ir.Builder) {
-		x := b.Param("x", ir.BF16)
-		y := b.Param("y", ir.F32)
-		k := b.Size("K")
-		pid := b.ProgramID(0)
-		cols := b.Arange(256)
-		offs := b.Add(b.Mul(pid, k), b.Row(cols))
-		mask := b.Row(b.Lt(cols, k))
-		var v *ir.Value
-		line = at(func() { v = b.Load(b.PtrAdd(x, offs), mask, nil) })
-		b.Store(b.PtrAdd(y, offs), b.Cast(v, ir.F32), mask)
+	// setup loads row pid of x, K wide; unmasked, it reads 256 elements
+	// from the row's start.
+	setup := func(masked bool) func(*ir.Builder) {
+		return func(b *ir.Builder) {
+			x := b.Param("x", ir.BF16)
+			y := b.Param("y", ir.F32)
+			k := b.Size("K")
+			pid := b.ProgramID(0)
+			cols := b.Arange(256)
+			offs := b.Add(b.Mul(pid, k), b.Row(cols))
+			var mask *ir.Value
+			if masked {
+				mask = b.Row(b.Lt(cols, k))
+			}
+			var v *ir.Value
+			line = at(func() { v = b.Load(b.PtrAdd(x, offs), mask, nil) })
+			b.Store(b.PtrAdd(y, offs), b.Cast(v, ir.F32), mask)
+		}
 	}
 	// Compiled for K divisible by 16: 16-byte loads of 8 bf16.
-	f := kernel(t, 4, map[string]int{"K": 16}, setup)
-	var load *ir.Value
-	f.Walk(func(v *ir.Value) {
-		if v.Op == ir.OpLoad {
-			load = v
+	specialized := func(masked bool) *ir.Func {
+		f := kernel(t, 4, map[string]int{"K": 16}, setup(masked))
+		var load *ir.Value
+		f.Walk(func(v *ir.Value) {
+			if v.Op == ir.OpLoad {
+				load = v
+			}
+		})
+		if load.Mem().Vec != 8 {
+			t.Fatalf("load %s: want vec=8", load.LongString())
 		}
-	})
-	if load.Mem().Vec != 8 {
-		t.Fatalf("load %s: want vec=8", load.LongString())
+		return f
 	}
-	run := func(k int) error {
-		x := make([]byte, 2*2*k)
-		for i := 0; i < 2*k; i++ {
+	// run launches two programs over x = 0, 1, 2, ... of n elements and
+	// checks the first 2·k elements of y.
+	run := func(f *ir.Func, k, n int) error {
+		x := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
 			binary.LittleEndian.PutUint16(x[2*i:], ir.F32ToBF16(float32(i)))
 		}
-		y := make([]byte, 4*2*k)
+		y := make([]byte, 4*n)
 		err := launch(t, f, [3]int{2, 1, 1}, x, y, k)
 		if err == nil {
 			for i := 0; i < 2*k; i++ {
@@ -405,19 +417,26 @@ func TestMisalignedVector(t *testing.T) {
 		}
 		return err
 	}
-	if err := run(48); err != nil {
+	masked := specialized(true)
+	if err := run(masked, 48, 2*48); err != nil {
 		t.Fatalf("K=48, as specialized: %v", err)
 	}
-	// Run with a K the kernel was not specialized for: row 1 starts at
-	// byte 34, not a multiple of 16.
-	err := run(17)
-	want := fmt.Sprintf("%s:%d: load: 16-byte vector access at byte offset 34 is misaligned", thisFile(), line)
+	// Run with a K the kernel was not specialized for. Masked, program 0
+	// already breaks the promise: its mask changes inside a vector.
+	err := run(masked, 17, 2*17)
+	want := fmt.Sprintf("%s:%d: load: the mask of a 8-element vector is claimed uniform, but element 1 differs", thisFile(), line)
+	if err == nil || !strings.Contains(err.Error(), "program [0 0 0]: "+want) {
+		t.Fatalf("K=17, masked: error %v; want program 0: %q", err, want)
+	}
+	// Unmasked, program 0 is aligned and row 1 starts at byte 34, not a
+	// multiple of 16.
+	err = run(specialized(false), 17, 17+256)
+	want = fmt.Sprintf("program [1 0 0]: %s:%d: load: 16-byte vector access at byte offset 34 is misaligned", thisFile(), line)
 	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("K=17: error %v; want %q", err, want)
+		t.Fatalf("K=17, unmasked: error %v; want %q", err, want)
 	}
 	// The same kernel compiled for any K loads scalars and runs.
-	f = kernel(t, 4, map[string]int{"K": 1}, setup)
-	if err := run(17); err != nil {
+	if err := run(kernel(t, 4, map[string]int{"K": 1}, setup(true)), 17, 2*17); err != nil {
 		t.Fatalf("K=17, unspecialized: %v", err)
 	}
 }

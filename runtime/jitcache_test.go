@@ -311,7 +311,7 @@ func TestCompilerTimeout(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("the fake compiler did not record its child")
 	}
-	if alive(pid) {
+	if outlives(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the compiler's child %d outlived the timeout", pid)
 	}
@@ -335,6 +335,19 @@ func TestCompilerTimeout(t *testing.T) {
 
 // alive reports whether pid is a process that has not exited (a zombie
 // waiting for its parent to reap it counts as exited).
+// outlives reports whether pid is still running 2 s from now: a SIGKILL
+// is delivered asynchronously, so a process just killed may still run for
+// a moment after its killer has returned.
+func outlives(pid int) bool {
+	for range 100 {
+		if !alive(pid) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -412,7 +425,7 @@ func TestCompilerStraggler(t *testing.T) {
 	}
 	pid := readPid(t, pidFile)
 	time.Sleep(50 * time.Millisecond)
-	if alive(pid) {
+	if outlives(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the compiler's child %d outlived the compile", pid)
 	}
@@ -445,7 +458,7 @@ func TestKillCompilers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the compile still runs 5 s after KillCompilers")
 	}
-	if alive(pid) {
+	if outlives(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the compiler's child %d outlived KillCompilers", pid)
 	}
