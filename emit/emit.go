@@ -63,10 +63,15 @@ func Unit(fs []*ir.Func, comments []string) (*Units, error) {
 		helpers = map[string]string{}
 		formats = map[string]*fp8.Format{}
 	)
+	seen := map[string]bool{}
 	for i, f := range fs {
 		if f.Target != fs[0].Target {
 			return nil, fmt.Errorf("emit: kernels for %s and %s in one unit", fs[0].Target.Name, f.Target.Name)
 		}
+		if seen[f.EntryName()] {
+			return nil, fmt.Errorf("emit: two kernels named %s in one unit", f.EntryName())
+		}
+		seen[f.EntryName()] = true
 		e := newEmitter(f, helpers)
 		k, body, err := e.kernel(comments[i])
 		if err != nil {
@@ -211,7 +216,7 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	if f.Phase != ir.PhaseLanes {
 		return nil, "", fmt.Errorf("emit %s: the kernel is not lowered", f.Name)
 	}
-	k := &Kernel{Name: f.Name, Threads: f.Threads, LDSBytes: f.LDSBytes}
+	k := &Kernel{Name: f.EntryName(), Threads: f.Threads, LDSBytes: f.LDSBytes}
 	dyn := f.LDSBytes > 48<<10 && e.t.Vendor == target.NVIDIA
 	k.Dynamic = dyn
 	f.Walk(func(v *ir.Value) {
@@ -235,7 +240,7 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n// %s\n", comment)
-	fmt.Fprintf(&sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {\n", f.Threads, f.Name, strings.Join(params, ", "))
+	fmt.Fprintf(&sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {\n", f.Threads, f.EntryName(), strings.Join(params, ", "))
 	if f.LDSBytes > 0 {
 		if dyn {
 			sb.WriteString("  extern __shared__ __align__(16) unsigned char lds[];\n")

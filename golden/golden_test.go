@@ -127,8 +127,8 @@ func (c *goldenCase) build() error {
 		}
 		c.kernels = append(c.kernels, k)
 		c.archive.Files = append(c.archive.Files,
-			txtar.File{Name: k.Name + ".schedule", Data: []byte(withNewline(scheduleText(p, s)))},
-			txtar.File{Name: k.Name + ".hip", Data: []byte(withNewline(k.Source))})
+			txtar.File{Name: s.Func.Name + ".schedule", Data: []byte(withNewline(scheduleText(p, s)))},
+			txtar.File{Name: s.Func.Name + ".hip", Data: []byte(withNewline(k.Source))})
 	}
 	return nil
 }

@@ -49,7 +49,11 @@ type Block struct {
 
 // Func is one kernel.
 type Func struct {
-	Name   string
+	Name string
+	// Symbol, if set, is the entry point's name in emitted code: a
+	// variant's name, unique among the variants of one kernel (see
+	// ops.Call.Build). Name stays the kernel's name in messages.
+	Symbol string
 	Target *target.Target
 	Params []*Value // OpParam and OpSize values, in argument order
 	Entry  *Block
@@ -60,6 +64,14 @@ type Func struct {
 	LDSBytes int // LDS the kernel uses
 
 	nextID int
+}
+
+// EntryName is the kernel's symbol in emitted code.
+func (f *Func) EntryName() string {
+	if f.Symbol != "" {
+		return f.Symbol
+	}
+	return f.Name
 }
 
 // NewFunc makes an empty kernel.

@@ -16,6 +16,8 @@
 package ops
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -635,7 +637,33 @@ func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
 	if err := lower.Run(fn, &cc); err != nil {
 		return nil, err
 	}
+	fn.Symbol = k.Name + "_" + c.variantHash(k.Name, cc.Div)
 	return fn, nil
+}
+
+// variantHash names a kernel's variant: 8 hex digits of a hash of what
+// changes the code — target, format, options, schedule, the size
+// specialization and the index width — so that the variants of one kernel
+// can share a module or a process. The same variant hashes the same in
+// every run.
+func (c *Call) variantHash(kernel string, div map[string]int) string {
+	kv := func(m map[string]int) string {
+		var s []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			s = append(s, k+"="+strconv.Itoa(m[k]))
+		}
+		return strings.Join(s, ",")
+	}
+	format := ""
+	if c.Format != nil {
+		format = c.Format.Name
+	}
+	key := strings.Join([]string{
+		"op=" + c.Op.Name, "kernel=" + kernel, "target=" + c.Target.Name, "format=" + format,
+		"options=" + c.Options.String(), "schedule=" + kv(c.Schedule), "div=" + kv(div), "index=" + c.Index.String(),
+	}, ";")
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:4])
 }
 
 // With is the call at another schedule.
