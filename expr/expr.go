@@ -441,3 +441,135 @@ func (p *parser) atom() (*node, error) {
 	}
 	return nil, p.errorf("unexpected %q", tok)
 }
+
+// Bind substitutes the names env gives and folds what becomes constant,
+// so that an expression of sizes, knobs and target facts becomes one of
+// the sizes alone (the grids and constraints of an exported manifest).
+// Subexpressions that fail to evaluate (a division by zero) stay as they
+// are, to fail where they are evaluated. The result's text is canonical:
+// single spaces around binary operators, parentheses only where needed.
+func (e Expr) Bind(env Env) Expr {
+	if e.root == nil {
+		return e
+	}
+	n := bind(e.root, env)
+	return Expr{src: format(n), root: n}
+}
+
+func constant(n *node) bool { return n.op == "int" }
+
+// boolean reports whether n's value is always 0 or 1.
+func boolean(n *node) bool {
+	switch n.op {
+	case "<", "<=", ">", ">=", "==", "!=", "&&", "||", "!":
+		return true
+	case "int":
+		return n.val == 0 || n.val == 1
+	}
+	return false
+}
+
+// truth is n as a 0/1 value.
+func truth(n *node) *node {
+	if boolean(n) {
+		return n
+	}
+	return &node{op: "!=", args: []*node{n, {op: "int"}}}
+}
+
+func bind(n *node, env Env) *node {
+	switch n.op {
+	case "int":
+		return n
+	case "name":
+		if v, ok := env[n.name]; ok && v != math.MinInt64 {
+			return &node{op: "int", val: v}
+		}
+		return n
+	}
+	args := make([]*node, len(n.args))
+	for i, a := range n.args {
+		args[i] = bind(a, env)
+	}
+	m := &node{op: n.op, name: n.name, args: args}
+	// A constant condition picks its branch, or decides the logic.
+	switch {
+	case n.op == "?" && constant(args[0]):
+		if args[0].val != 0 {
+			return args[1]
+		}
+		return args[2]
+	case (n.op == "&&" || n.op == "||") && constant(args[0]):
+		if (n.op == "||") == (args[0].val != 0) {
+			return &node{op: "int", val: b2i(n.op == "||")}
+		}
+		return truth(args[1])
+	}
+	for _, a := range args {
+		if !constant(a) {
+			return m
+		}
+	}
+	if v, err := eval(m, nil); err == nil && v != math.MinInt64 {
+		return &node{op: "int", val: v}
+	}
+	return m
+}
+
+// prec is an operator's binding strength: ?: 0, the binary levels 1–5,
+// unary 6, atoms 7.
+func prec(n *node) int {
+	switch n.op {
+	case "?":
+		return 0
+	case "int":
+		if n.val < 0 {
+			return 6 // printed as a unary minus
+		}
+		return 7
+	case "name", "call":
+		return 7
+	}
+	if len(n.args) == 1 {
+		return 6
+	}
+	for i, l := range levels {
+		if slices.Contains(l, n.op) {
+			return i + 1
+		}
+	}
+	panic("BUG: expr: operator " + n.op)
+}
+
+func format(n *node) string {
+	wrap := func(a *node, min int) string {
+		if prec(a) < min {
+			return "(" + format(a) + ")"
+		}
+		return format(a)
+	}
+	switch n.op {
+	case "int":
+		return strconv.FormatInt(n.val, 10)
+	case "name":
+		return n.name
+	case "call":
+		var a []string
+		for _, x := range n.args {
+			a = append(a, format(x))
+		}
+		return n.name + "(" + strings.Join(a, ", ") + ")"
+	case "?":
+		return wrap(n.args[0], 1) + " ? " + format(n.args[1]) + " : " + format(n.args[2])
+	}
+	p := prec(n)
+	if len(n.args) == 1 {
+		return n.op + wrap(n.args[0], 6)
+	}
+	right := p + 1 // left-associative
+	left := p
+	if p == 3 { // comparisons do not chain
+		left = 4
+	}
+	return wrap(n.args[0], left) + " " + n.op + " " + wrap(n.args[1], right)
+}

@@ -120,5 +120,71 @@ func FuzzExpr(f *testing.F) {
 		if _, err := Parse(e.String()); err != nil {
 			t.Errorf("the source of a parsed expression does not parse: %v", err)
 		}
+		checkBind(t, e)
 	})
+}
+
+// checkBind: binding part of an environment, then evaluating with the
+// rest, gives what evaluating with all of it gives, and the bound text
+// parses back to the same value.
+func checkBind(t *testing.T, e Expr) {
+	t.Helper()
+	for _, env := range []Env{{"M": 7, "K": 0, "BLOCK": 256, "LOOP": 1}, {"M": -3, "K": 5, "BLOCK": 1, "LOOP": 0}} {
+		want, err := e.Eval(env)
+		if err != nil {
+			continue
+		}
+		part, rest := Env{}, Env{}
+		for k, v := range env {
+			if k == "BLOCK" || k == "LOOP" {
+				part[k] = v
+			} else {
+				rest[k] = v
+			}
+		}
+		b := e.Bind(part)
+		for _, n := range b.Names() {
+			if _, ok := part[n]; ok {
+				t.Errorf("%q bound to %q still reads %s", e, b, n)
+			}
+		}
+		if got, err := b.Eval(rest); err != nil || got != want {
+			t.Errorf("%q bound to %q: %d, %v; want %d", e, b, got, err, want)
+		}
+		re, err := Parse(b.String())
+		if err != nil {
+			t.Errorf("%q bound to %q, which does not parse: %v", e, b, err)
+			continue
+		}
+		if got, err := re.Eval(rest); err != nil || got != want {
+			t.Errorf("%q bound to %q, reparsed: %d, %v; want %d", e, b, got, err, want)
+		}
+	}
+}
+
+func TestBind(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"cdiv(M, ROWS)", "cdiv(M, 4)"},
+		{"cdiv(K, BLOCK_K) * cdiv(M, BLOCK_M)", "cdiv(K, 4096) * cdiv(M, 128)"},
+		{"LOOP == 1 || BLOCK_K >= K", "4096 >= K"},
+		{"LOOP == 0 || BLOCK_K >= K", "1"},
+		{"LOOP == 0 && M", "M != 0"},
+		{"ROWS * BLOCK_K <= 16384", "1"},
+		{"min(CUS * 4, cdiv(M * K, BLOCK))", "min(528, cdiv(M * K, 1024))"},
+		{"(M - 1) - (K - 1)", "M - 1 - (K - 1)"},
+		{"-(M + ROWS)", "-(M + 4)"},
+		{"ROWS - 6 - M", "-2 - M"},
+		{"M * (ROWS - 6)", "M * -2"},
+		{"LOOP ? M : K", "K"},
+		{"(M > 0 ? M : K) + ROWS", "(M > 0 ? M : K) + 4"},
+		{"M / (ROWS - 4)", "M / 0"},
+		{"(M < K) == (K < M)", "(M < K) == (K < M)"},
+	} {
+		e := MustParse(c.src)
+		got := e.Bind(Env{"ROWS": 4, "BLOCK_K": 4096, "BLOCK_M": 128, "BLOCK": 1024, "LOOP": 0, "CUS": 132})
+		if got.String() != c.want {
+			t.Errorf("%q bound: %q; want %q", c.src, got, c.want)
+		}
+		checkBind(t, e)
+	}
 }
