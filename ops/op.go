@@ -67,8 +67,8 @@ type Arg struct {
 	Status func(c *Call, data []byte) error
 }
 
-// present reports whether the tensor exists under the call's options.
-func (t *Arg) present(o Options) bool {
+// Present reports whether the tensor exists under the call's options.
+func (t *Arg) Present(o Options) bool {
 	if t.When == "" {
 		return true
 	}
@@ -396,7 +396,7 @@ func (s Spec) Bytes() int { return s.Elems() * s.DType.Bytes() }
 func (c *Call) Specs() []Spec {
 	var out []Spec
 	for _, t := range c.Op.Tensors {
-		if !t.present(c.Options) {
+		if !t.Present(c.Options) {
 			continue
 		}
 		d, err := c.dtype(t.DType)
@@ -453,9 +453,9 @@ func Tensors(specs []Spec) map[string]*Tensor {
 // up to one tile past the last element, and device pointers hold 48 bits.
 const MaxElems = 1 << 46
 
-// maxI32Elems is the most elements a tensor indexed in 32 bits may have:
+// MaxI32Elems is the most elements a tensor indexed in 32 bits may have:
 // index arithmetic steps up to one tile past the last element.
-const maxI32Elems = math.MaxInt32 - ir.MaxTileElems
+const MaxI32Elems = math.MaxInt32 - ir.MaxTileElems
 
 // CheckOptions fills in defaults and refuses unknown options and values.
 func (op *Op) CheckOptions(o Options) (Options, error) {
@@ -521,7 +521,7 @@ func (op *Op) checkShape(c *Call) error {
 	}
 	env := c.env()
 	for _, t := range op.Tensors {
-		if !t.present(c.Options) {
+		if !t.Present(c.Options) {
 			continue
 		}
 		elems := int64(1)
@@ -535,7 +535,7 @@ func (op *Op) checkShape(c *Call) error {
 			}
 			elems *= d
 		}
-		if elems > maxI32Elems {
+		if elems > MaxI32Elems {
 			c.Index = ir.I64
 		}
 	}
@@ -826,7 +826,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 func (c *Call) CheckStatus(tensors map[string]*Tensor) error {
 	var errs []error
 	for _, t := range c.Op.Tensors {
-		if t.Status == nil || !t.present(c.Options) {
+		if t.Status == nil || !t.Present(c.Options) {
 			continue
 		}
 		if d, ok := tensors[t.Name]; ok {

@@ -49,6 +49,7 @@ var commands = []struct {
 	{"emit", "write an op's kernels as HIP C++ for a target", cmdEmit},
 	{"run", "run an op, check it against its reference, report time and error", cmdRun},
 	{"bench", "benchmark the ops on the GPU against a device copy and PyTorch", cmdBench},
+	{"export", "write an op as HIP source, code object and manifest.json for other programs", cmdExport},
 }
 
 func main() {

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fp8gen/fp8gen/export"
+	"github.com/fp8gen/fp8gen/runtime"
+)
+
+func cmdExport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("export", "export OP --target T [--shape M=…,K=…] [--schedule k=v,…] [--compile auto|yes|no] [--object-arch A] -o DIR", stderr)
+	var of opFlags
+	of.register(fs, "")
+	out := fs.String("o", "", "write manifest.json, the source and the code object to the folder DIR (all or none)")
+	compile := fs.String("compile", "auto", "build the code object: yes (fail without the target's compiler), no, or auto (where the compiler is found)")
+	objArch := fs.String("object-arch", "", "compile for this architecture of the target's family instead of the target's own (gfx940 for gfx942 with an older hipcc); the manifest records it, and loaders refuse it on other hardware")
+	name, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	if of.target == "" {
+		return usagef("--target is required (one of %s)", "gfx942, gfx950, sm_90")
+	}
+	if *out == "" {
+		return usagef("-o DIR is required")
+	}
+	switch *compile {
+	case "auto", "yes", "no":
+	default:
+		return usagef("--compile %q: want auto, yes or no", *compile)
+	}
+	if *objArch != "" && *compile == "no" {
+		return usagef("--object-arch %s with --compile no: nothing would be compiled", *objArch)
+	}
+	if err := underAFile(*out); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
+		return usagef("-o %s is not a folder", *out)
+	} else if err != nil && !os.IsNotExist(err) {
+		return usagef("-o %s: %v", *out, err)
+	}
+	p, err := of.planFor(name)
+	if err != nil {
+		return err
+	}
+	b, err := export.New(p)
+	if err != nil {
+		return err
+	}
+	obj := "no code object (--compile no)"
+	if *compile != "no" {
+		err := b.Compile(context.Background(), &runtime.Compiler{}, *objArch)
+		switch {
+		case err == nil:
+			obj = "code object " + b.Manifest.CodeObject.File.File + " (" + b.Manifest.CodeObject.Compiler + ")"
+		case *compile == "auto" && errors.Is(err, runtime.ErrNoCompiler):
+			obj = "no code object: " + err.Error()
+		default:
+			return err
+		}
+	}
+	if err := b.Write(*out); err != nil {
+		return err
+	}
+	m := b.Manifest
+	var ks []string
+	for _, k := range m.Kernels {
+		ks = append(ks, k.Symbol)
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %s for %s, kernels %s; %s\n", filepath.Join(*out, export.ManifestFile), m.Op, m.Target.Name, strings.Join(ks, ", "), obj)
+	return err
+}
+
+// underAFile refuses a path one of whose parents exists and is not a folder.
+func underAFile(path string) error {
+	for d := filepath.Dir(filepath.Clean(path)); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil {
+			if !fi.IsDir() {
+				return usagef("-o %s: %s is a file, not a folder", path, d)
+			}
+			return nil
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}

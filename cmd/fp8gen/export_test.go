@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/export"
+)
+
+func TestExport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	args := []string{"export", "tensorwise_cast", "--target", "gfx942", "--shape", "M=64,K=256", "--compile", "no", "-o", dir}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "manifest.json: tensorwise_cast for gfx942, kernels tensorwise_amax_", "no code object (--compile no)")
+	b, err := export.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := b.Manifest; m.Op != "tensorwise_cast" || m.Target.Name != "gfx942" || m.FP8.Name != "e4m3fnuz" || len(m.Kernels) != 2 || m.CodeObject != nil {
+		t.Errorf("manifest: %+v", m)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("%s holds %d files; want manifest.json and the source", dir, len(ents))
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "rowwise_cast", "-o", dir}, "--target is required"},
+		{[]string{"export", "rowwise_cast", "--target", "sm_90"}, "-o DIR is required"},
+		{[]string{"export", "rowwise_cast", "--target", "sm_90", "--compile", "maybe", "-o", dir}, `--compile "maybe": want auto, yes or no`},
+		{[]string{"export", "rowwise_cast", "--target", "sm_90", "--compile", "no", "--object-arch", "sm_80", "-o", dir}, "nothing would be compiled"},
+		{[]string{"export", "rowwise_cast", "--target", "sm_90", "-o", filepath.Join(dir, "manifest.json")}, "is not a folder"},
+		{[]string{"export", "rowwise_cast", "--target", "sm_90", "-o", filepath.Join(dir, "manifest.json", "x")}, "is a file, not a folder"},
+		{[]string{"export", "nosuch", "--target", "sm_90", "-o", dir}, "nosuch"},
+	} {
+		code, out, errs := fp8gen(t, c.args...)
+		want(t, c.args, code, 2, out+errs, c.want)
+	}
+}
+
+// With hipcc, export builds the code object; here for gfx940, the stand-in
+// of gfx942 that CI's hipcc knows.
+func TestExportCodeObject(t *testing.T) {
+	if _, err := exec.LookPath("hipcc"); err != nil {
+		if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
+			t.Fatal("hipcc not found, and FP8GEN_REQUIRE_HIPCC=1")
+		}
+		t.Skip("no hipcc")
+	}
+	dir := t.TempDir()
+	t.Setenv("FP8GEN_CACHE", t.TempDir())
+	args := []string{"export", "rowwise_cast", "--target", "gfx942", "--compile", "yes", "--object-arch", "gfx940", "-o", dir}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "code object rowwise_cast.gfx940.hsaco")
+	b, err := export.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := b.Manifest.CodeObject
+	if co == nil || co.Arch != "gfx940" || !strings.HasPrefix(string(b.Object[:4]), "\x7fELF") && !strings.Contains(string(b.Object[:64]), "__CLANG_OFFLOAD_BUNDLE__") {
+		t.Errorf("code object %+v, %d bytes", co, len(b.Object))
+	}
+}

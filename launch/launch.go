@@ -1,0 +1,348 @@
+// Package launch runs exported ops (package export) from Go: on a GPU
+// from the code object the export holds for the device's architecture, or
+// from its source through the JIT cache; where there is no GPU, in the
+// CPU interpreter, from the same op description, checked to be the same
+// variant. Every call holds the sizes to the export's class of shapes and
+// the tensors to their dtypes and shapes before anything runs.
+//
+// fp8gen generate writes typed launchers over this package; it can also be
+// used by hand:
+//
+//	op, err := launch.Load(os.DirFS("kernels"), "rowwise_cast")
+//	r, err := launch.Open("sm_90")
+//	err = r.Run(ctx, op, launch.Sizes{"M": m, "K": k}, launch.Tensors{"x": x, "q": q, "inv_scale": inv})
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/fp8gen/fp8gen/export"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/schedule"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// Sizes are an op's named sizes.
+type Sizes map[string]int
+
+// Tensors are a call's inputs and outputs by name.
+type Tensors map[string]*Tensor
+
+// Tensor is a caller's tensor: host memory (Data, little-endian,
+// row-major) or, on a GPU runner, a device buffer (Buf). DType is the
+// manifest's name for it (f32, bf16, i32, i64, e4m3fnuz, …).
+type Tensor struct {
+	DType string
+	Shape []int
+	Data  []byte
+	Buf   *runtime.Buffer
+}
+
+// Op is one exported op, with a bundle for each target it was exported for.
+type Op struct {
+	Name    string
+	bundles map[string]*export.Bundle // by target
+
+	mu    sync.Mutex
+	plans map[string]*ops.Plan // the CPU's, by target
+}
+
+// Load reads an op's exports from fsys: dir holds one folder per target
+// (dir/sm_90/manifest.json, …), or is itself one export.
+func Load(fsys fs.FS, dir string) (*Op, error) {
+	op := &Op{bundles: map[string]*export.Bundle{}, plans: map[string]*ops.Plan{}}
+	add := func(d string) error {
+		b, err := export.ReadFS(fsys, d)
+		if err != nil {
+			return err
+		}
+		m := b.Manifest
+		if op.Name != "" && op.Name != m.Op {
+			return fmt.Errorf("launch: %s holds exports of %s and %s", dir, op.Name, m.Op)
+		}
+		if _, dup := op.bundles[m.Target.Name]; dup {
+			return fmt.Errorf("launch: %s holds two exports for %s", dir, m.Target.Name)
+		}
+		op.Name = m.Op
+		op.bundles[m.Target.Name] = b
+		return nil
+	}
+	if _, err := fs.Stat(fsys, path.Join(dir, export.ManifestFile)); err == nil {
+		return op, add(dir)
+	}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := add(path.Join(dir, e.Name())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(op.bundles) == 0 {
+		return nil, fmt.Errorf("launch: %s holds no export (no %s)", dir, export.ManifestFile)
+	}
+	return op, nil
+}
+
+// Targets are the targets the op was exported for, sorted.
+func (op *Op) Targets() []string { return slices.Sorted(maps.Keys(op.bundles)) }
+
+// Manifest is the op's export for a target, or nil.
+func (op *Op) Manifest(t string) *export.Manifest {
+	if b := op.bundles[t]; b != nil {
+		return b.Manifest
+	}
+	return nil
+}
+
+// Runner runs ops on one GPU, or in the CPU interpreter as a target.
+type Runner struct {
+	dev      *runtime.Device // nil: the interpreter
+	target   *target.Target
+	Compiler runtime.Compiler // the JIT, for a target an export holds no code object for
+
+	mu      sync.Mutex
+	kernels map[string]*runtime.Kernel // by symbol
+}
+
+// Open opens GPU 0, or, where there is none, the CPU interpreter running
+// the exports for cpuTarget.
+func Open(cpuTarget string) (*Runner, error) {
+	d, err := runtime.Open(0)
+	if errors.Is(err, runtime.ErrNoDevice) {
+		return OnCPU(cpuTarget)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t, err := d.Target()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &Runner{dev: d, target: t, kernels: map[string]*runtime.Kernel{}}, nil
+}
+
+// OnCPU is a runner that interprets the exports for target t.
+func OnCPU(t string) (*Runner, error) {
+	tg, err := target.Lookup(t)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	return &Runner{target: tg}, nil
+}
+
+// String says where the runner runs.
+func (r *Runner) String() string {
+	if r.dev == nil {
+		return "the CPU interpreter, as " + r.target.Name
+	}
+	return fmt.Sprintf("%s (%s)", r.dev.Props().Name, r.target.Name)
+}
+
+// Target is the target whose exports the runner runs.
+func (r *Runner) Target() string { return r.target.Name }
+
+// Close releases the GPU.
+func (r *Runner) Close() error {
+	if r.dev == nil {
+		return nil
+	}
+	return r.dev.Close()
+}
+
+// Run checks sizes and tensors against op's export for the runner's
+// target, then runs its kernels in order and, where they set status
+// words, reports the bad input they found.
+func (r *Runner) Run(ctx context.Context, op *Op, sizes Sizes, tensors Tensors) error {
+	b := op.bundles[r.target.Name]
+	if b == nil {
+		return fmt.Errorf("launch: %s was exported for %s, not for %s (%s)", op.Name, strings.Join(op.Targets(), ", "), r.target.Name, r)
+	}
+	m := b.Manifest
+	sh := map[string]int64{}
+	for k, v := range sizes {
+		sh[k] = int64(v)
+	}
+	if err := m.Check(sh); err != nil {
+		return err
+	}
+	call, err := op.call(r.target, m, sizes)
+	if err != nil {
+		return err
+	}
+	host, err := checkTensors(m, sh, tensors, r.dev != nil)
+	if err != nil {
+		return err
+	}
+	if host {
+		in := map[string]*ops.Tensor{}
+		for _, s := range call.SpecsOf(ops.Input) {
+			in[s.Name] = &ops.Tensor{Spec: s, Data: tensors[s.Name].Data}
+		}
+		if err := call.CheckInputs(in); err != nil {
+			return err
+		}
+	}
+	if r.dev == nil {
+		return r.runCPU(op, m, call, sh, tensors)
+	}
+	return r.runGPU(ctx, b, call, sh, tensors)
+}
+
+// call is the op at sizes, for its host checks and status words.
+func (op *Op) call(t *target.Target, m *export.Manifest, sizes Sizes) (*ops.Call, error) {
+	o, err := ops.Lookup(m.Op)
+	if err != nil {
+		return nil, fmt.Errorf("launch: this fp8gen has no op %s: %w", m.Op, err)
+	}
+	c, err := o.NewCall(t, ops.Shape(sizes), ops.Options(m.Options))
+	if err != nil {
+		return nil, err
+	}
+	return c.With(schedule.Params(m.Schedule)), nil
+}
+
+// checkTensors holds the caller's tensors to the manifest: every input and
+// output given, nothing else, each of its dtype and shape, host memory of
+// its size or (on a GPU) a buffer at least that large. It reports whether
+// every tensor is in host memory.
+func checkTensors(m *export.Manifest, sh map[string]int64, ts Tensors, gpu bool) (host bool, err error) {
+	host = true
+	want := map[string]bool{}
+	for _, t := range m.Tensors {
+		if t.Role == "scratch" {
+			continue
+		}
+		want[t.Name] = true
+		a, ok := ts[t.Name]
+		if !ok || a == nil {
+			return false, fmt.Errorf("%s: tensor %s (%s %s) missing", m.Op, t.Name, t.Role, t.DType)
+		}
+		dims, err := export.DimsAt(t, sh)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", m.Op, err)
+		}
+		if a.DType != t.DType {
+			return false, fmt.Errorf("%s: tensor %s is %s; want %s", m.Op, t.Name, a.DType, t.DType)
+		}
+		if !slices.Equal(int64s(a.Shape), dims) {
+			return false, fmt.Errorf("%s: tensor %s has shape %v; at %s it is %v", m.Op, t.Name, a.Shape, sizesString(sh), dims)
+		}
+		n, _ := m.Elems(t, sh)
+		bytes := n * int64(dtypeBytes(t.DType))
+		switch {
+		case (a.Data != nil) == (a.Buf != nil):
+			return false, fmt.Errorf("%s: tensor %s: give host Data or a device Buf, one of them", m.Op, t.Name)
+		case a.Buf != nil && !gpu:
+			return false, fmt.Errorf("%s: tensor %s is a device buffer; this runner is the CPU interpreter", m.Op, t.Name)
+		case a.Buf != nil && int64(a.Buf.Size()) < bytes:
+			return false, fmt.Errorf("%s: tensor %s: a device buffer of %d bytes; it needs %d", m.Op, t.Name, a.Buf.Size(), bytes)
+		case a.Data != nil && int64(len(a.Data)) != bytes:
+			return false, fmt.Errorf("%s: tensor %s: %d bytes of host memory; %v %s is %d", m.Op, t.Name, len(a.Data), dims, t.DType, bytes)
+		}
+		host = host && a.Data != nil
+	}
+	for _, n := range slices.Sorted(maps.Keys(ts)) {
+		if !want[n] {
+			return false, fmt.Errorf("%s: no tensor %s (tensors: %s)", m.Op, n, strings.Join(slices.Sorted(maps.Keys(want)), ", "))
+		}
+	}
+	return host, nil
+}
+
+func int64s(s []int) []int64 {
+	out := make([]int64, len(s))
+	for i, v := range s {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+func dtypeBytes(d string) int {
+	switch d {
+	case "f32", "i32":
+		return 4
+	case "bf16":
+		return 2
+	case "i64":
+		return 8
+	}
+	return 1 // the FP8 formats
+}
+
+func sizesString(sh map[string]int64) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(sh)) {
+		kv = append(kv, fmt.Sprintf("%s=%d", k, sh[k]))
+	}
+	return strings.Join(kv, ",")
+}
+
+// plan is the op as this fp8gen lowers it for the interpreter, made at the
+// export's shape and schedule: it must be the exported variant, symbol for
+// symbol, or the export came from another fp8gen.
+func (op *Op) plan(t *target.Target, m *export.Manifest) (*ops.Plan, error) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if p := op.plans[t.Name]; p != nil {
+		return p, nil
+	}
+	o, err := ops.Lookup(m.Op)
+	if err != nil {
+		return nil, fmt.Errorf("launch: this fp8gen has no op %s: %w", m.Op, err)
+	}
+	p, err := o.NewPlan(t, ops.Shape(m.Shape), ops.Options(m.Options), schedule.Params(m.Schedule))
+	if err != nil {
+		return nil, fmt.Errorf("launch: %s for %s: %w", m.Op, t.Name, err)
+	}
+	var have, want []string
+	for _, s := range p.Steps {
+		have = append(have, s.Func.Symbol)
+	}
+	for _, k := range m.Kernels {
+		want = append(want, k.Symbol)
+	}
+	if !slices.Equal(have, want) {
+		return nil, fmt.Errorf("launch: %s for %s: the export holds kernels %s, but this fp8gen builds %s; export it again", m.Op, t.Name, strings.Join(want, ", "), strings.Join(have, ", "))
+	}
+	op.plans[t.Name] = p
+	return p, nil
+}
+
+func (r *Runner) runCPU(op *Op, m *export.Manifest, call *ops.Call, sh map[string]int64, ts Tensors) error {
+	p, err := op.plan(r.target, m)
+	if err != nil {
+		return err
+	}
+	all := ops.Tensors(call.SpecsOf(ops.Scratch))
+	for _, s := range call.Specs() {
+		if s.Role != ops.Scratch {
+			all[s.Name] = &ops.Tensor{Spec: s, Data: ts[s.Name].Data}
+		}
+	}
+	for i, s := range p.Steps {
+		args, err := s.Args(call.Shape, all)
+		if err != nil {
+			return err
+		}
+		g, _ := m.Kernels[i].GridAt(sh) // held by Check
+		if err := interp.Launch(s.Func, [3]int{int(g[0]), int(g[1]), int(g[2])}, args); err != nil {
+			return err
+		}
+	}
+	return call.CheckStatus(all)
+}

@@ -1,0 +1,224 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/export"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// exportTo writes op's export for each target under dir/TARGET.
+func exportTo(t *testing.T, dir, name string, sh ops.Shape, o ops.Options, targets ...string) {
+	t.Helper()
+	op, _ := ops.Lookup(name)
+	for _, tn := range targets {
+		tg, _ := target.Lookup(tn)
+		p, err := op.NewPlan(tg, sh, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := export.New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Write(filepath.Join(dir, tn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tensors are a call's inputs (random or adversarial) and zeroed outputs,
+// as a launcher's caller holds them.
+func tensors(c *ops.Call, seed uint64, adversarial bool) (Tensors, map[string]*ops.Tensor) {
+	in := ops.Inputs(c, seed, adversarial)
+	ts := Tensors{}
+	for _, s := range c.Specs() {
+		if s.Role == ops.Scratch {
+			continue
+		}
+		data := make([]byte, s.Bytes())
+		if s.Role == ops.Input {
+			data = in[s.Name].Data
+		}
+		ts[s.Name] = &Tensor{DType: s.DType.String(), Shape: s.Shape, Data: data}
+	}
+	return ts, in
+}
+
+// An export runs every shape of its class bit-exact against the op's
+// reference: exported at a shape of odd sizes, it runs each test shape its
+// manifest admits, in the interpreter, on random and adversarial inputs.
+func TestClassRunsBitExact(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range ops.Names() {
+		op, _ := ops.Lookup(name)
+		for _, tn := range []string{"gfx942", "sm_90"} {
+			r, err := OnCPU(tn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg, _ := target.Lookup(tn)
+			ran, other := 0, 0
+			for _, at := range op.Tests.Shapes {
+				odd := true
+				for _, v := range at {
+					odd = odd && v%2 == 1
+				}
+				if !odd {
+					continue
+				}
+				dir := t.TempDir()
+				exportTo(t, dir, name, at, nil, tn)
+				lo, err := Load(os.DirFS(dir), ".")
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := lo.Manifest(tn)
+				for _, sh := range op.Tests.Shapes {
+					if m.Check(int64s2(sh)) != nil {
+						continue
+					}
+					c, err := op.NewCall(tg, sh, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, adv := range []bool{false, true} {
+						ts, in := tensors(c, 7, adv)
+						if err := r.Run(ctx, lo, Sizes(sh), ts); err != nil {
+							t.Fatalf("%s on %s, exported at %v, run at %v: %v", name, tn, at, sh, err)
+						}
+						want := op.Reference(c, in)
+						got := map[string]*ops.Tensor{}
+						for _, s := range c.SpecsOf(ops.Output) {
+							got[s.Name] = &ops.Tensor{Spec: s, Data: ts[s.Name].Data}
+							want[s.Name].Spec = s
+						}
+						for n := range want {
+							if _, ok := got[n]; !ok {
+								delete(want, n) // scratch: the launcher's own
+							}
+						}
+						if err := ops.Compare(want, got); err != nil {
+							t.Errorf("%s on %s, exported at %v, run at %v (adversarial %v): %v", name, tn, at, sh, adv, err)
+						}
+					}
+					ran++
+					if fmt.Sprint(sh) != fmt.Sprint(at) {
+						other++
+					}
+				}
+			}
+			if other == 0 {
+				t.Errorf("%s on %s: no test shape ran but the one exported at (%d runs)", name, tn, ran)
+			}
+			t.Logf("%s on %s: %d shapes, %d of them other than exported", name, tn, ran, other)
+		}
+	}
+}
+
+func int64s2(sh ops.Shape) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range sh {
+		out[k] = int64(v)
+	}
+	return out
+}
+
+// Run refuses, before anything runs, what does not fit the export.
+func TestRunRefuses(t *testing.T) {
+	dir := t.TempDir()
+	exportTo(t, filepath.Join(dir, "rw"), "rowwise_cast", ops.Shape{"M": 7, "K": 33}, nil, "gfx942")
+	lo, err := Load(os.DirFS(dir), "rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := OnCPU("gfx942")
+	tg, _ := target.Lookup("gfx942")
+	op, _ := ops.Lookup("rowwise_cast")
+	sh := ops.Shape{"M": 7, "K": 33}
+	c, _ := op.NewCall(tg, sh, nil)
+	fresh := func() Tensors { ts, _ := tensors(c, 1, false); return ts }
+	for _, cs := range []struct {
+		name  string
+		sizes Sizes
+		edit  func(Tensors)
+		want  string
+	}{
+		{"dtype", Sizes(sh), func(ts Tensors) { ts["x"].DType = "f32" }, "tensor x is f32; want bf16"},
+		{"shape", Sizes(sh), func(ts Tensors) { ts["x"].Shape = []int{33, 7} }, "tensor x has shape [33 7]; at K=33,M=7 it is [7 33]"},
+		{"bytes", Sizes(sh), func(ts Tensors) { ts["q"].Data = ts["q"].Data[1:] }, "tensor q: 230 bytes of host memory; [7 33] e4m3fnuz is 231"},
+		{"missing", Sizes(sh), func(ts Tensors) { delete(ts, "inv_scale") }, "tensor inv_scale (output f32) missing"},
+		{"extra", Sizes(sh), func(ts Tensors) { ts["y"] = ts["x"] }, "no tensor y (tensors: inv_scale, q, x)"},
+		{"class", Sizes{"M": 7, "K": 1000}, func(Tensors) {}, "64 >= K fails"},
+		{"no data", Sizes(sh), func(ts Tensors) { ts["x"].Data = nil }, "give host Data or a device Buf"},
+	} {
+		ts := fresh()
+		cs.edit(ts)
+		err := r.Run(context.Background(), lo, cs.sizes, ts)
+		if err == nil || !strings.Contains(err.Error(), cs.want) {
+			t.Errorf("%s: %v; want %q", cs.name, err, cs.want)
+		}
+	}
+	sm, _ := OnCPU("sm_90")
+	if err := sm.Run(context.Background(), lo, Sizes(sh), fresh()); err == nil || !strings.Contains(err.Error(), "exported for gfx942, not for sm_90") {
+		t.Errorf("a gfx942 export on an sm_90 runner: %v", err)
+	}
+}
+
+// An export whose kernels this fp8gen would not build (another version,
+// an edited manifest) is refused on the CPU rather than interpreted as
+// something else.
+func TestVariantSkew(t *testing.T) {
+	dir := t.TempDir()
+	exportTo(t, dir, "rowwise_cast", ops.Shape{"M": 7, "K": 33}, nil, "sm_90")
+	mf := filepath.Join(dir, "sm_90", export.ManifestFile)
+	js, _ := os.ReadFile(mf)
+	b, _ := export.Read(filepath.Join(dir, "sm_90"))
+	sym := b.Manifest.Kernels[0].Symbol
+	os.WriteFile(mf, []byte(strings.ReplaceAll(string(js), `"symbol": "`+sym, `"symbol": "rowwise_cast_00000000`)), 0o644)
+	lo, err := Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := OnCPU("sm_90")
+	tg, _ := target.Lookup("sm_90")
+	op, _ := ops.Lookup("rowwise_cast")
+	c, _ := op.NewCall(tg, ops.Shape{"M": 7, "K": 33}, nil)
+	ts, _ := tensors(c, 1, false)
+	err = r.Run(context.Background(), lo, Sizes{"M": 7, "K": 33}, ts)
+	if err == nil || !strings.Contains(err.Error(), "export it again") {
+		t.Errorf("an edited symbol: %v", err)
+	}
+}
+
+// Bad offsets are found on the host before a launch, and the kernels'
+// status word is read after it.
+func TestGroupedOffsetsRefused(t *testing.T) {
+	dir := t.TempDir()
+	sh := ops.Shape{"T": 7, "K": 33, "E": 3}
+	exportTo(t, dir, "grouped_colwise_cast", sh, nil, "sm_90")
+	lo, err := Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := OnCPU("sm_90")
+	tg, _ := target.Lookup("sm_90")
+	op, _ := ops.Lookup("grouped_colwise_cast")
+	c, _ := op.NewCall(tg, sh, nil)
+	ts, _ := tensors(c, 1, false)
+	off := ts["offsets"].Data
+	off[0], off[4] = 5, 2 // offsets 5, 2, 7: group 1 ends before it starts
+	for i := 1; i < 4; i++ {
+		off[i], off[4+i] = 0, 0
+	}
+	err = r.Run(context.Background(), lo, Sizes(sh), ts)
+	if err == nil || !strings.Contains(err.Error(), "offsets") {
+		t.Errorf("decreasing offsets: %v", err)
+	}
+}
