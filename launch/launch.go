@@ -346,3 +346,36 @@ func (r *Runner) runCPU(op *Op, m *export.Manifest, call *ops.Call, sh map[strin
 	}
 	return call.CheckStatus(all)
 }
+
+// NewTensor allocates one of op's tensors in host memory, zeroed, with
+// the dtype and shape it has at sizes on the runner's target (the FP8
+// format is the target's: e4m3fnuz on gfx942, e4m3fn on sm_90).
+func (r *Runner) NewTensor(op *Op, name string, sizes Sizes) (*Tensor, error) {
+	m := op.Manifest(r.target.Name)
+	if m == nil {
+		return nil, fmt.Errorf("launch: %s was exported for %s, not for %s", op.Name, strings.Join(op.Targets(), ", "), r.target.Name)
+	}
+	sh := map[string]int64{}
+	for k, v := range sizes {
+		sh[k] = int64(v)
+	}
+	if err := m.Check(sh); err != nil {
+		return nil, err
+	}
+	for _, t := range m.Tensors {
+		if t.Name != name || t.Role == "scratch" {
+			continue
+		}
+		dims, err := export.DimsAt(t, sh)
+		if err != nil {
+			return nil, err
+		}
+		n, _ := m.Elems(t, sh)
+		shape := make([]int, len(dims))
+		for i, d := range dims {
+			shape[i] = int(d)
+		}
+		return &Tensor{DType: t.DType, Shape: shape, Data: make([]byte, n*int64(dtypeBytes(t.DType)))}, nil
+	}
+	return nil, fmt.Errorf("%s: no tensor %s", op.Name, name)
+}

@@ -50,6 +50,7 @@ var commands = []struct {
 	{"run", "run an op, check it against its reference, report time and error", cmdRun},
 	{"bench", "benchmark the ops on the GPU against a device copy and PyTorch", cmdBench},
 	{"export", "write an op as HIP source, code object and manifest.json for other programs", cmdExport},
+	{"generate", "write typed Go launchers of ops, with their exports embedded (for go:generate)", cmdGenerate},
 }
 
 func main() {
@@ -160,20 +161,10 @@ func parse(fs *flag.FlagSet, args []string, wantOp bool) (string, error) {
 	if wantOp && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		op, args = args[0], args[1:]
 	}
-	usage, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard) // the error comes back once, as one line
-	err := fs.Parse(args)
-	fs.Usage = usage
-	fs.SetOutput(out)
+	rest, err := parseFlags(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage()
-			return "", err
-		}
-		return "", usageError{err}
+		return "", err
 	}
-	rest := fs.Args()
 	if wantOp && op == "" && len(rest) > 0 {
 		op, rest = rest[0], rest[1:]
 	}
@@ -184,6 +175,24 @@ func parse(fs *flag.FlagSet, args []string, wantOp bool) (string, error) {
 		return "", usagef("which op? (known: %s)", strings.Join(ops.Names(), ", "))
 	}
 	return op, nil
+}
+
+// parseFlags reads flags and returns the arguments after them.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard) // the error comes back once, as one line
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	return fs.Args(), nil
 }
 
 func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {

@@ -1,0 +1,103 @@
+#include <hip/hip_runtime.h>
+#include <stdint.h>
+
+#define FP8G_FN static __device__ __forceinline__
+
+FP8G_FN float fp8g_maxf(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
+}
+FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
+FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+// f32 → e4m3fnuz: round to nearest even, saturate to ±240, NaN → 0x80.
+FP8G_FN uint8_t fp8g_to_e4m3fnuz(float x) {
+  uint32_t u = __float_as_uint(x);
+  uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x80;
+  uint32_t code;
+  if (__uint_as_float(a) >= 240.0f) {
+    code = 0x7f;
+  } else if (a < 0x3c000000u) {
+    // Below the smallest normal: a multiple of the subnormal step, exact in f32.
+    code = (uint32_t)rintf(__uint_as_float(a) * 1024.0f);
+  } else {
+    uint32_t r = (a + 0x7ffffu + ((a >> 20) & 1u)) >> 20;
+    code = r - 0x3b8u;
+    if (code > 0x7fu) code = 0x7f;
+  }
+  if (code == 0) return 0;
+  return (uint8_t)(sign | code);
+}
+
+// fp8gen rowwise_cast (op rowwise_cast) for gfx942, e4m3fnuz, schedule BLOCK_K=4096,LOOP=1,ROWS=1,WARPS=8
+extern "C" __global__ void __launch_bounds__(512) rowwise_cast_ddd8de4c(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+  __shared__ __align__(16) unsigned char lds[32];
+  const int tid = threadIdx.x;
+  const int t0 = tid * 8;
+  // cast_kernels.go:31
+  const bool row_ok = (int)blockIdx.x < M;
+  // cast_kernels.go:46
+  float amax_part[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) amax_part[r] = 0.0f;
+  for (int i = 0; i < K; i += 4096) {
+    // cast_kernels.go:34
+    const int t1 = (int)blockIdx.x * K;
+    // cast_kernels.go:35
+    bool mask[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) mask[r] = row_ok && i + (r + t0) < K;
+    // cast_kernels.go:20
+    uint16_t x1[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) if (mask[r]) x1[r] = *(x + (t1 + (i + (r + t0)))); else x1[r] = (uint16_t)0x0000;
+    float xf[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) xf[r] = fp8g_bf16_to_f32(x1[r]);
+    // cast_kernels.go:48
+    float t2[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) t2[r] = fp8g_maxf(amax_part[r], fp8g_absf(xf[r]));
+    // cast_kernels.go:46
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) amax_part[r] = t2[r];
+  }
+  // cast_kernels.go:50
+  float t3;
+  { t3 = amax_part[0]; for (int k = 1; k < 8; ++k) t3 = fp8g_maxf(t3, amax_part[k]); }
+  float t4;
+  t4 = t3;
+  #pragma unroll
+  for (int off = 1; off <= 32; off <<= 1)
+    t4 = fp8g_maxf(t4, __shfl_xor(t4, off));
+  if (tid % 64 == 0) *(float*)(lds + tid / 64 * 4) = t4;
+  __syncthreads();
+  float amax;
+  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
+  __syncthreads();
+  // cast_kernels.go:11
+  const float scale = 240.0f / fp8g_maxf(amax, 1e-12f);
+  // cast_kernels.go:51
+  for (int i1 = 0; i1 < K; i1 += 4096) {
+    // cast_kernels.go:34
+    const int t5 = (int)blockIdx.x * K;
+    // cast_kernels.go:35
+    bool mask1[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) mask1[r] = row_ok && i1 + (r + t0) < K;
+    // cast_kernels.go:20
+    uint16_t x2[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) if (mask1[r]) x2[r] = *(x + (t5 + (i1 + (r + t0)))); else x2[r] = (uint16_t)0x0000;
+    float xf1[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) xf1[r] = fp8g_bf16_to_f32(x2[r]);
+    // cast_kernels.go:54
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) if (mask1[r]) *(q + (t5 + (i1 + (r + t0)))) = fp8g_to_e4m3fnuz(xf1[r] * scale);
+  // cast_kernels.go:51
+  }
+  // cast_kernels.go:58
+  if (row_ok && tid < 1) *(inv_scale + (int)blockIdx.x) = 1.0f / scale;
+}

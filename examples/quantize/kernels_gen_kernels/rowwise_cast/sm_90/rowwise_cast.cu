@@ -1,0 +1,87 @@
+#include <stdint.h>
+
+#define FP8G_FN static __device__ __forceinline__
+
+FP8G_FN float fp8g_maxf(float a, float b) {
+  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : fmaxf(a, b);
+}
+FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
+FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+// f32 → e4m3fn by the hardware: round to nearest even, saturate to ±448, NaN → 0x7f.
+FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return x != x ? 0x7f : (uint8_t)r;
+}
+
+// fp8gen rowwise_cast (op rowwise_cast) for sm_90, e4m3fn, schedule BLOCK_K=4096,LOOP=1,ROWS=1,WARPS=8
+extern "C" __global__ void __launch_bounds__(256) rowwise_cast_3b85eced(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+  __shared__ __align__(16) unsigned char lds[32];
+  const int tid = threadIdx.x;
+  const int t0 = tid * 8;
+  // cast_kernels.go:31
+  const bool row_ok = (int)blockIdx.x < M;
+  // cast_kernels.go:46
+  float amax_part[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) amax_part[r] = 0.0f;
+  for (int i = 0; i < K; i += 4096) {
+    // cast_kernels.go:34
+    const int t1 = (int)blockIdx.x * K;
+    // cast_kernels.go:35
+    bool mask[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) mask[r] = row_ok && i + (r % 8 + r / 8 * 2048 + t0) < K;
+    // cast_kernels.go:20
+    uint16_t x1[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) if (mask[r]) x1[r] = *(x + (t1 + (i + (r % 8 + r / 8 * 2048 + t0)))); else x1[r] = (uint16_t)0x0000;
+    float xf[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) xf[r] = fp8g_bf16_to_f32(x1[r]);
+    // cast_kernels.go:48
+    float t2[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) t2[r] = fp8g_maxf(amax_part[r], fp8g_absf(xf[r]));
+    // cast_kernels.go:46
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) amax_part[r] = t2[r];
+  }
+  // cast_kernels.go:50
+  float t3;
+  { t3 = amax_part[0]; for (int k = 1; k < 16; ++k) t3 = fp8g_maxf(t3, amax_part[k]); }
+  float t4;
+  t4 = t3;
+  #pragma unroll
+  for (int off = 1; off <= 16; off <<= 1)
+    t4 = fp8g_maxf(t4, __shfl_xor_sync(0xffffffffu, t4, off));
+  if (tid % 32 == 0) *(float*)(lds + tid / 32 * 4) = t4;
+  __syncthreads();
+  float amax;
+  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
+  __syncthreads();
+  // cast_kernels.go:11
+  const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
+  // cast_kernels.go:51
+  for (int i1 = 0; i1 < K; i1 += 4096) {
+    // cast_kernels.go:34
+    const int t5 = (int)blockIdx.x * K;
+    // cast_kernels.go:35
+    bool mask1[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) mask1[r] = row_ok && i1 + (r % 8 + r / 8 * 2048 + t0) < K;
+    // cast_kernels.go:20
+    uint16_t x2[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) if (mask1[r]) x2[r] = *(x + (t5 + (i1 + (r % 8 + r / 8 * 2048 + t0)))); else x2[r] = (uint16_t)0x0000;
+    float xf1[16];
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) xf1[r] = fp8g_bf16_to_f32(x2[r]);
+    // cast_kernels.go:54
+    #pragma unroll
+    for (int r = 0; r < 16; ++r) if (mask1[r]) *(q + (t5 + (i1 + (r % 8 + r / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r] * scale);
+  // cast_kernels.go:51
+  }
+  // cast_kernels.go:58
+  if (row_ok && tid < 1) *(inv_scale + (int)blockIdx.x) = 1.0f / scale;
+}
