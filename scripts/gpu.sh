@@ -3,7 +3,7 @@
 # binaries into .gpu/; copy the few a run needs into a small folder that is
 # carried along (the device tool takes 64 MiB a call):
 #
-#   mkdir -p .gpurun && cp .gpu/backend.test .gpu/runtime.test .gpu/fp8gen .gpurun/
+#   mkdir -p .gpurun && cp .gpu/backend.test .gpu/runtime.test .gpu/launch.test .gpu/fp8gen .gpurun/
 #
 # There, from the repository root: `bash scripts/gpu.sh OUTDIR [BASELINE]`.
 # It runs the runtime and backend GPU tests (every op, shape, option and
@@ -26,6 +26,15 @@ export PATH=/usr/local/cuda/bin:$PATH FP8GEN_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 (cd runtime && "../$bin/runtime.test" -test.v -test.run GPU) > "$out/runtime-tests.log" 2>&1
 echo "runtime GPU tests: rc=$?"
+if [ -x "$bin/launch.test" ]; then
+	# Exported ops through the Go launcher; then the PyTorch loader against the Go runtime.
+	"$bin/launch.test" -test.v -test.run GPU > "$out/launch-tests.log" 2>&1
+	echo "launch GPU tests: rc=$?"
+	if python3 -c 'import torch' 2>/dev/null; then
+		FP8GEN="$PWD/$bin/fp8gen" python3 -m unittest discover -s python/tests -v > "$out/torch-tests.log" 2>&1
+		echo "PyTorch loader tests: rc=$?"
+	fi
+fi
 "$bin/backend.test" -test.v -test.run GPU -test.timeout 8m > "$out/backend-tests.log" 2>&1
 echo "backend GPU tests: rc=$? ($(grep -c -- '--- PASS' "$out/backend-tests.log") passed, $(grep -c -- '--- FAIL' "$out/backend-tests.log") failed)"
 grep -A3 -- '--- FAIL' "$out/backend-tests.log" | head -40

@@ -1,0 +1,93 @@
+package launch
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
+)
+
+func gpuRunner(t *testing.T) *Runner {
+	t.Helper()
+	r, err := Open("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.dev == nil {
+		t.Skip("no GPU: the launcher's GPU path is tested on the GPU machine (scripts/gpu.sh)")
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// On the GPU, every op's export runs bit-exact against the reference,
+// from host tensors and from device buffers, and leaves no device memory
+// behind.
+func TestGPUExportsMatchReference(t *testing.T) {
+	r := gpuRunner(t)
+	ctx := context.Background()
+	r.Compiler.CacheDir = os.Getenv("FP8GEN_CACHE")
+	for _, name := range ops.Names() {
+		op, _ := ops.Lookup(name)
+		sh := op.Tests.Odd
+		dir := t.TempDir()
+		exportTo(t, dir, name, sh, nil, r.Target())
+		lo, err := Load(os.DirFS(dir), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := op.NewCall(r.target, sh, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buffers0, _ := r.dev.Live()
+		for _, onDevice := range []bool{false, true} {
+			ts, in := tensors(c, 3, true)
+			var bufs []*runtime.Buffer
+			if onDevice {
+				for _, a := range ts {
+					b, err := r.dev.Alloc(len(a.Data))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := r.dev.Upload(b, a.Data); err != nil {
+						t.Fatal(err)
+					}
+					bufs = append(bufs, b)
+					a.Buf, a.Data = b, nil
+				}
+			}
+			if err := r.Run(ctx, lo, Sizes(sh), ts); err != nil {
+				t.Fatalf("%s at %v (device buffers %v): %v", name, sh, onDevice, err)
+			}
+			got := map[string]*ops.Tensor{}
+			want := op.Reference(c, in)
+			for _, s := range c.SpecsOf(ops.Output) {
+				data := ts[s.Name].Data
+				if onDevice {
+					data = make([]byte, s.Bytes())
+					if err := r.dev.Download(data, ts[s.Name].Buf); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got[s.Name] = &ops.Tensor{Spec: s, Data: data}
+			}
+			for n := range want {
+				if _, ok := got[n]; !ok {
+					delete(want, n)
+				}
+			}
+			if err := ops.Compare(want, got); err != nil {
+				t.Errorf("%s at %v on %s (device buffers %v): %v", name, sh, r, onDevice, err)
+			}
+			for _, b := range bufs {
+				b.Free()
+			}
+		}
+		if n, _ := r.dev.Live(); n != buffers0 {
+			t.Errorf("%s: %d device buffers live after the runs; %d before", name, n, buffers0)
+		}
+	}
+}
