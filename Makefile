@@ -15,17 +15,20 @@ GO ?= go
 # Debian packages the tests need: hipcc (HIP 5.2 on clang 15) with the HIP
 # headers and the device bitcode, llvm-15 for llvm-objdump/llvm-readelf,
 # clang-tools-15 for clang-offload-bundler, and g++ to run the emitted numeric
-# prelude on the host (emit's TestPreludeMatchesGo).
-APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 g++
+# prelude on the host (emit's TestPreludeMatchesGo), python3 for the PyTorch
+# loader's torch-free tests (manifests, expressions, shape checks).
+APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 g++ python3
 
 # make test fails, rather than skips, the AMD compile check when hipcc is
 # missing. `make test REQUIRE_HIPCC=0` lets it skip on a machine without it.
 REQUIRE_HIPCC ?= 1
+# Likewise python3 for the PyTorch loader's torch-free tests.
+REQUIRE_PYTHON ?= 1
 TEST_TIMEOUT ?= 20m
 FUZZTIME ?= 10s
 
 # The fuzz targets, as PACKAGE:TARGET.
-FUZZ_TARGETS := ./fp8:FuzzEncodeSat ./expr:FuzzExpr ./ir:FuzzDSL ./npy:FuzzRead ./cmd/fp8gen:FuzzFlags
+FUZZ_TARGETS := ./fp8:FuzzEncodeSat ./expr:FuzzExpr ./ir:FuzzDSL ./npy:FuzzRead ./cmd/fp8gen:FuzzFlags ./export:FuzzParse
 
 # The Go files to format-check: tracked and new files in a git work tree,
 # every .go file otherwise.
@@ -74,7 +77,7 @@ vet:
 # Steps run in order in one recipe, so make -j cannot reorder them.
 test: deps
 	$(MAKE) --no-print-directory check
-	FP8GEN_REQUIRE_HIPCC=$(REQUIRE_HIPCC) $(GO) test -timeout $(TEST_TIMEOUT) ./...
+	FP8GEN_REQUIRE_HIPCC=$(REQUIRE_HIPCC) FP8GEN_REQUIRE_PYTHON=$(REQUIRE_PYTHON) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory mutants
 

@@ -25,7 +25,7 @@ func schema(t *testing.T) *jsonschema.Schema {
 	return s
 }
 
-func bundle(t *testing.T, op, tgt string, sh ops.Shape, o ops.Options) *Bundle {
+func bundle(t testing.TB, op, tgt string, sh ops.Shape, o ops.Options) *Bundle {
 	t.Helper()
 	x, err := ops.Lookup(op)
 	if err != nil {

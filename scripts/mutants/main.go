@@ -62,6 +62,47 @@ type mutant struct {
 // a cosmetic one, which tests rightly ignore. Each names the packages that
 // catch it today; keep them the fastest that do.
 var mutants = []mutant{
+	// ops, export, launch: variants, manifests and the launcher's checks.
+	{
+		file:   "ops/op.go",
+		old:    `"options=" + c.Options.String(), "schedule=" + kv(c.Schedule), `,
+		new:    `"options=" + c.Options.String(), `,
+		pkgs:   []string{"./ops"},
+		tests:  "VariantSymbols",
+		reason: "a kernel's symbol ignores the schedule: two variants collide in one module",
+	},
+	{
+		file:   "export/manifest.go",
+		old:    "case v%int64(s.MultipleOf) != 0:",
+		new:    "case false:",
+		pkgs:   []string{"./export"},
+		tests:  "Check",
+		reason: "a manifest admits sizes that are not the multiples its vector loads assume",
+	},
+	{
+		file:   "export/manifest.go",
+		old:    "if v, err := b.Eval(nil); err == nil && v != 0 {",
+		new:    "if _, err := b.Eval(nil); err != nil || true {",
+		pkgs:   []string{"./export"},
+		tests:  "Check",
+		reason: "an export drops its schedule's constraints (a one-pass kernel runs rows longer than its tile)",
+	},
+	{
+		file:   "export/files.go",
+		old:    "if Hash(data) != f.SHA256 {",
+		new:    "if false {",
+		pkgs:   []string{"./export"},
+		tests:  "WriteRead",
+		reason: "an export's files are not checked against their hashes",
+	},
+	{
+		file:   "launch/launch.go",
+		old:    "if a.DType != t.DType {",
+		new:    "if false {",
+		pkgs:   []string{"./launch"},
+		tests:  "RunRefuses",
+		reason: "a launcher takes a tensor of another dtype",
+	},
 	// fp8: the reference encoder every kernel is held to.
 	{
 		file:   "fp8/fp8.go",
