@@ -48,19 +48,23 @@ type Tensor struct {
 	Buf   *runtime.Buffer
 }
 
-// Op is one exported op, with a bundle for each target it was exported for.
+// Op is one exported op, with its exports for each target: one, or
+// several for different classes of shapes (a fast one-pass schedule for
+// short rows, a two-pass one for the rest), tried in order.
 type Op struct {
 	Name    string
-	bundles map[string]*export.Bundle // by target
+	bundles map[string][]*export.Bundle // by target, in order
 
 	mu    sync.Mutex
-	plans map[string]*ops.Plan // the CPU's, by target
+	plans map[string]*ops.Plan // the CPU's, by the first kernel's symbol
 }
 
-// Load reads an op's exports from fsys: dir holds one folder per target
-// (dir/sm_90/manifest.json, …), or is itself one export.
+// Load reads an op's exports from fsys: dir is one export, or holds one
+// folder per target (dir/sm_90/manifest.json, …), or one folder per class
+// of shapes holding those (dir/0/sm_90/manifest.json, dir/1/sm_90/…),
+// tried in the order of their names.
 func Load(fsys fs.FS, dir string) (*Op, error) {
-	op := &Op{bundles: map[string]*export.Bundle{}, plans: map[string]*ops.Plan{}}
+	op := &Op{bundles: map[string][]*export.Bundle{}, plans: map[string]*ops.Plan{}}
 	add := func(d string) error {
 		b, err := export.ReadFS(fsys, d)
 		if err != nil {
@@ -70,26 +74,42 @@ func Load(fsys fs.FS, dir string) (*Op, error) {
 		if op.Name != "" && op.Name != m.Op {
 			return fmt.Errorf("launch: %s holds exports of %s and %s", dir, op.Name, m.Op)
 		}
-		if _, dup := op.bundles[m.Target.Name]; dup {
-			return fmt.Errorf("launch: %s holds two exports for %s", dir, m.Target.Name)
-		}
-		op.Name = m.Op
-		op.bundles[m.Target.Name] = b
-		return nil
-	}
-	if _, err := fs.Stat(fsys, path.Join(dir, export.ManifestFile)); err == nil {
-		return op, add(dir)
-	}
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			if err := add(path.Join(dir, e.Name())); err != nil {
-				return nil, err
+		for _, o := range op.bundles[m.Target.Name] {
+			if o.Manifest.Kernels[0].Symbol == m.Kernels[0].Symbol {
+				return fmt.Errorf("launch: %s holds the export %s for %s twice", dir, m.Kernels[0].Symbol, m.Target.Name)
 			}
 		}
+		op.Name = m.Op
+		op.bundles[m.Target.Name] = append(op.bundles[m.Target.Name], b)
+		return nil
+	}
+	isExport := func(d string) bool {
+		_, err := fs.Stat(fsys, path.Join(d, export.ManifestFile))
+		return err == nil
+	}
+	var walk func(d string, depth int) error
+	walk = func(d string, depth int) error {
+		if isExport(d) {
+			return add(d)
+		}
+		if depth == 0 {
+			return nil
+		}
+		entries, err := fs.ReadDir(fsys, d)
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		for _, e := range entries { // sorted by name
+			if e.IsDir() {
+				if err := walk(path.Join(d, e.Name()), depth-1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(dir, 2); err != nil {
+		return nil, err
 	}
 	if len(op.bundles) == 0 {
 		return nil, fmt.Errorf("launch: %s holds no export (no %s)", dir, export.ManifestFile)
@@ -100,12 +120,45 @@ func Load(fsys fs.FS, dir string) (*Op, error) {
 // Targets are the targets the op was exported for, sorted.
 func (op *Op) Targets() []string { return slices.Sorted(maps.Keys(op.bundles)) }
 
-// Manifest is the op's export for a target, or nil.
-func (op *Op) Manifest(t string) *export.Manifest {
-	if b := op.bundles[t]; b != nil {
-		return b.Manifest
+// Manifests are the op's exports for a target, in the order they are tried.
+func (op *Op) Manifests(t string) []*export.Manifest {
+	var out []*export.Manifest
+	for _, b := range op.bundles[t] {
+		out = append(out, b.Manifest)
 	}
-	return nil
+	return out
+}
+
+// pick is the first of the target's exports whose class holds the shape.
+func (op *Op) pick(t string, sizes Sizes) (*export.Bundle, map[string]int64, error) {
+	bs := op.bundles[t]
+	if len(bs) == 0 {
+		return nil, nil, fmt.Errorf("launch: %s was exported for %s, not for %s", op.Name, strings.Join(op.Targets(), ", "), t)
+	}
+	sh := map[string]int64{}
+	for k, v := range sizes {
+		sh[k] = int64(v)
+	}
+	var why []string
+	for i, b := range bs {
+		err := b.Manifest.Check(sh)
+		if err == nil {
+			return b, sh, nil
+		}
+		if len(bs) == 1 {
+			return nil, nil, err
+		}
+		why = append(why, fmt.Sprintf("export %d (at %s): %v", i+1, sizesString(int64Map(b.Manifest.Shape)), err))
+	}
+	return nil, nil, fmt.Errorf("%s: none of its %d exports for %s runs %s:\n  %s", op.Name, len(bs), t, sizesString(sh), strings.Join(why, "\n  "))
+}
+
+func int64Map(m map[string]int) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = int64(v)
+	}
+	return out
 }
 
 // Runner runs ops on one GPU, or in the CPU interpreter as a target.
@@ -168,18 +221,11 @@ func (r *Runner) Close() error {
 // target, then runs its kernels in order and, where they set status
 // words, reports the bad input they found.
 func (r *Runner) Run(ctx context.Context, op *Op, sizes Sizes, tensors Tensors) error {
-	b := op.bundles[r.target.Name]
-	if b == nil {
-		return fmt.Errorf("launch: %s was exported for %s, not for %s (%s)", op.Name, strings.Join(op.Targets(), ", "), r.target.Name, r)
-	}
-	m := b.Manifest
-	sh := map[string]int64{}
-	for k, v := range sizes {
-		sh[k] = int64(v)
-	}
-	if err := m.Check(sh); err != nil {
+	b, sh, err := op.pick(r.target.Name, sizes)
+	if err != nil {
 		return err
 	}
+	m := b.Manifest
 	call, err := op.call(r.target, m, sizes)
 	if err != nil {
 		return err
@@ -298,7 +344,7 @@ func sizesString(sh map[string]int64) string {
 func (op *Op) plan(t *target.Target, m *export.Manifest) (*ops.Plan, error) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if p := op.plans[t.Name]; p != nil {
+	if p := op.plans[m.Kernels[0].Symbol]; p != nil {
 		return p, nil
 	}
 	o, err := ops.Lookup(m.Op)
@@ -319,7 +365,7 @@ func (op *Op) plan(t *target.Target, m *export.Manifest) (*ops.Plan, error) {
 	if !slices.Equal(have, want) {
 		return nil, fmt.Errorf("launch: %s for %s: the export holds kernels %s, but this fp8gen builds %s; export it again", m.Op, t.Name, strings.Join(want, ", "), strings.Join(have, ", "))
 	}
-	op.plans[t.Name] = p
+	op.plans[m.Kernels[0].Symbol] = p
 	return p, nil
 }
 
@@ -351,17 +397,11 @@ func (r *Runner) runCPU(op *Op, m *export.Manifest, call *ops.Call, sh map[strin
 // the dtype and shape it has at sizes on the runner's target (the FP8
 // format is the target's: e4m3fnuz on gfx942, e4m3fn on sm_90).
 func (r *Runner) NewTensor(op *Op, name string, sizes Sizes) (*Tensor, error) {
-	m := op.Manifest(r.target.Name)
-	if m == nil {
-		return nil, fmt.Errorf("launch: %s was exported for %s, not for %s", op.Name, strings.Join(op.Targets(), ", "), r.target.Name)
-	}
-	sh := map[string]int64{}
-	for k, v := range sizes {
-		sh[k] = int64(v)
-	}
-	if err := m.Check(sh); err != nil {
+	b, sh, err := op.pick(r.target.Name, sizes)
+	if err != nil {
 		return nil, err
 	}
+	m := b.Manifest
 	for _, t := range m.Tensors {
 		if t.Name != name || t.Role == "scratch" {
 			continue

@@ -79,7 +79,7 @@ func TestClassRunsBitExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m := lo.Manifest(tn)
+				m := lo.Manifests(tn)[0]
 				for _, sh := range op.Tests.Shapes {
 					if m.Check(int64s2(sh)) != nil {
 						continue
@@ -220,5 +220,43 @@ func TestGroupedOffsetsRefused(t *testing.T) {
 	err = r.Run(context.Background(), lo, Sizes(sh), ts)
 	if err == nil || !strings.Contains(err.Error(), "offsets") {
 		t.Errorf("decreasing offsets: %v", err)
+	}
+}
+
+// Several exports of one op are tried in order: a call runs the first
+// whose class holds its shape, and a shape none holds is refused with
+// each one's reason.
+func TestClasses(t *testing.T) {
+	dir := t.TempDir()
+	exportTo(t, filepath.Join(dir, "0"), "rowwise_cast", ops.Shape{"M": 16, "K": 64}, nil, "sm_90")
+	exportTo(t, filepath.Join(dir, "1"), "rowwise_cast", ops.Shape{"M": 7, "K": 201}, nil, "sm_90")
+	lo, err := Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := lo.Manifests("sm_90"); len(ms) != 2 || ms[0].Shape["K"] != 64 {
+		t.Fatalf("exports loaded out of order: %v", ms)
+	}
+	r, _ := OnCPU("sm_90")
+	tg, _ := target.Lookup("sm_90")
+	op, _ := ops.Lookup("rowwise_cast")
+	for _, sh := range []ops.Shape{{"M": 32, "K": 48}, {"M": 3, "K": 129}} { // the first's, then only the second's
+		c, _ := op.NewCall(tg, sh, nil)
+		ts, in := tensors(c, 2, true)
+		if err := r.Run(context.Background(), lo, Sizes(sh), ts); err != nil {
+			t.Fatalf("%v: %v", sh, err)
+		}
+		want := op.Reference(c, in)
+		if string(want["q"].Data) != string(ts["q"].Data) {
+			t.Errorf("%v: q differs from the reference", sh)
+		}
+	}
+	c, _ := op.NewCall(tg, ops.Shape{"M": 3, "K": 1000}, nil)
+	ts, _ := tensors(c, 2, false)
+	err = r.Run(context.Background(), lo, Sizes{"M": 3, "K": 1000}, ts)
+	for _, w := range []string{"none of its 2 exports for sm_90 runs K=1000,M=3", "export 1 (at K=64,M=16)", "size M=3: this build is compiled for multiples of 16", "export 2 (at K=201,M=7)", "256 >= K fails"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("a shape no export holds: %v; want %q", err, w)
+		}
 	}
 }

@@ -23,10 +23,13 @@ import (
 
 const generateUsage = `generate -o FILE.go [-package P] [--targets T,…] [--objects T[=ARCH],…] SPEC…
 
-A SPEC is [Func=]OP[:OPTION=VALUE,…][@SIZE=N,…]: the launcher's name (the
-op's, in CamelCase, by default), the op, its options, and the shape it is
-exported at, which sets the shapes it runs (the sizes' multiples, the
-schedule's constraints: see docs/manifest.md; default the op's example).
+A SPEC is [Func=]OP[:OPTION=VALUE,…][@SIZE=N,…[+SIZE=N,…]…]: the
+launcher's name (the op's, in CamelCase, by default), the op, its options,
+and the shapes it is exported at (default the op's example). Each sets a
+class of shapes (the sizes' multiples, the schedule's constraints: see
+docs/manifest.md); the launcher runs the first class that holds a call's
+shape, so a fast specialized shape first and a general one last
+(rowwise_cast@M=4096,K=4096+M=1,K=16385) covers every shape.
 FILE.go holds one typed launcher per SPEC over package launch; the exports
 it embeds go in the folder FILE_kernels beside it, replaced whole.`
 
@@ -93,26 +96,30 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	// Build everything before writing anything.
 	type exported struct {
 		v       *variant
-		bundles []*export.Bundle
+		classes [][]*export.Bundle // by class, then target
 	}
 	var all []exported
 	for _, v := range vs {
 		e := exported{v: v}
-		for _, t := range targets {
-			p, err := v.op.NewPlan(t, v.shape, v.opts, nil)
-			if err != nil {
-				return usageError{fmt.Errorf("%s: %w", v.spec, err)}
-			}
-			b, err := export.New(p)
-			if err != nil {
-				return err
-			}
-			if arch, ok := objArch[t.Name]; ok {
-				if err := b.Compile(context.Background(), &runtime.Compiler{}, arch); err != nil {
-					return fmt.Errorf("%s for %s: --objects asks for a code object: %w", v.spec, t.Name, err)
+		for _, sh := range v.shapes {
+			var class []*export.Bundle
+			for _, t := range targets {
+				p, err := v.op.NewPlan(t, sh, v.opts, nil)
+				if err != nil {
+					return usageError{fmt.Errorf("%s: %w", v.spec, err)}
 				}
+				b, err := export.New(p)
+				if err != nil {
+					return err
+				}
+				if arch, ok := objArch[t.Name]; ok {
+					if err := b.Compile(context.Background(), &runtime.Compiler{}, arch); err != nil {
+						return fmt.Errorf("%s for %s: --objects asks for a code object: %w", v.spec, t.Name, err)
+					}
+				}
+				class = append(class, b)
 			}
-			e.bundles = append(e.bundles, b)
+			e.classes = append(e.classes, class)
 		}
 		all = append(all, e)
 	}
@@ -123,7 +130,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	f.Comment("//go:embed " + kdir)
 	f.Var().Id(embedVar(stem)).Qual("embed", "FS")
 	for _, e := range all {
-		launcher(f, kdir, stem, e.v, e.bundles)
+		launcher(f, kdir, stem, e.v, e.classes)
 	}
 	var src bytes.Buffer
 	if err := f.Render(&src); err != nil {
@@ -136,9 +143,15 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	for _, e := range all {
-		for _, b := range e.bundles {
-			if err := b.Write(filepath.Join(tmp, e.v.dir(), b.Manifest.Target.Name)); err != nil {
-				return err
+		for i, class := range e.classes {
+			d := filepath.Join(tmp, e.v.dir())
+			if len(e.classes) > 1 {
+				d = filepath.Join(d, fmt.Sprint(i)) // the order launch.Load tries them in
+			}
+			for _, b := range class {
+				if err := b.Write(filepath.Join(d, b.Manifest.Target.Name)); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -163,7 +176,7 @@ type variant struct {
 	spec, fn string
 	op       *ops.Op
 	opts     ops.Options
-	shape    ops.Shape
+	shapes   []ops.Shape
 }
 
 // dir is the variant's folder in the kernels' folder.
@@ -204,17 +217,26 @@ func parseSpec(s string) (*variant, error) {
 	if _, err := op.CheckOptions(v.opts); err != nil {
 		return nil, usagef("SPEC %q: %v", s, err)
 	}
-	v.shape = op.Example
+	v.shapes = []ops.Shape{op.Example}
 	if hasShape {
-		if v.shape, err = parseShape(shape); err != nil {
-			return nil, err
+		v.shapes = nil
+		for _, one := range strings.Split(shape, "+") {
+			sh, err := parseShape(one)
+			if err != nil {
+				return nil, err
+			}
+			v.shapes = append(v.shapes, sh)
+		}
+		if len(v.shapes) > 9 {
+			return nil, usagef("SPEC %q: %d shapes; at most 9", s, len(v.shapes))
 		}
 	}
 	return v, nil
 }
 
 // launcher writes one variant's function and its loader.
-func launcher(f *jen.File, kdir, stem string, v *variant, bs []*export.Bundle) {
+func launcher(f *jen.File, kdir, stem string, v *variant, classes [][]*export.Bundle) {
+	bs := classes[0]
 	m0 := bs[0].Manifest
 	load := lowerFirst(v.fn) + "Op"
 	f.Comment(load + " loads the exports " + v.fn + " runs, once.")
@@ -246,11 +268,24 @@ func launcher(f *jen.File, kdir, stem string, v *variant, bs []*export.Bundle) {
 		}
 		doc = append(doc, fmt.Sprintf("\t%-*s  %-6s  %s [%s]", w, t.Name, t.Role, dt, strings.Join(dims, ", ")))
 	}
-	doc = append(doc, "", fmt.Sprintf("Exported at %s; it runs the shapes where", sizesText(m0.Shape)), "")
-	for _, b := range bs {
-		doc = append(doc, "\t"+b.Manifest.Target.Name+": "+classText(b.Manifest))
+	if len(classes) == 1 {
+		doc = append(doc, "", fmt.Sprintf("Exported at %s; it runs the shapes where", sizesText(m0.Shape)), "")
+	} else {
+		doc = append(doc, "", "It runs the first of its exports that holds a call's shape:", "")
 	}
-	doc = append(doc, "", "and refuses any other, and any tensor of another dtype or shape, before a launch.")
+	for _, class := range classes {
+		if len(classes) > 1 {
+			doc = append(doc, fmt.Sprintf("\texported at %s, where", sizesText(class[0].Manifest.Shape)))
+		}
+		indent := "\t"
+		if len(classes) > 1 {
+			indent = "\t\t"
+		}
+		for _, b := range class {
+			doc = append(doc, indent+b.Manifest.Target.Name+": "+classText(b.Manifest))
+		}
+	}
+	doc = append(doc, "", "and refuses any other shape, and any tensor of another dtype or shape, before a launch.")
 	for _, l := range doc {
 		f.Comment(l) // line comments: one Comment of several lines would be a /* */ block
 	}

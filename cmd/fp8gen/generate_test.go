@@ -21,7 +21,7 @@ func TestGenerate(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "kernels_gen.go")
 	args := []string{"generate", "-o", out, "-package", "kernels", "--targets", "gfx942,sm_90",
-		"Quantize=rowwise_cast:in=f32,fp8=e5m2@M=7,K=33", "grouped_colwise_cast"}
+		"Quantize=rowwise_cast:in=f32,fp8=e5m2@M=7,K=33+M=1,K=16385", "grouped_colwise_cast"}
 	code, stdout, stderr := fp8gen(t, args...)
 	want(t, args, code, 0, stdout+stderr, "2 launchers for 2 targets")
 	got, err := os.ReadFile(out)
@@ -43,7 +43,7 @@ func TestGenerate(t *testing.T) {
 	if diff := cmp.Diff(string(wantSrc), string(got)); diff != "" {
 		t.Errorf("generated Go (-golden +got); if intended, run go test ./cmd/fp8gen -run TestGenerate -update:\n%s", diff)
 	}
-	for _, v := range []string{"quantize", "grouped_colwise_cast"} {
+	for _, v := range []string{"quantize/0", "quantize/1", "grouped_colwise_cast"} {
 		for _, tg := range []string{"gfx942", "sm_90"} {
 			b, err := export.Read(filepath.Join(dir, "kernels_gen_kernels", v, tg))
 			if err != nil {

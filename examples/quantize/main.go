@@ -9,7 +9,7 @@
 // neither. Regenerate the launchers with go generate.
 package main
 
-//go:generate go run github.com/fp8gen/fp8gen/cmd/fp8gen generate -o kernels_gen.go RowwiseCast=rowwise_cast@M=1,K=16385 RowwiseCastF32=rowwise_cast:in=f32@M=1,K=16385
+//go:generate go run github.com/fp8gen/fp8gen/cmd/fp8gen generate -o kernels_gen.go RowwiseCast=rowwise_cast@M=4096,K=4096+M=16,K=16384+M=1,K=16385 RowwiseCastF32=rowwise_cast:in=f32@M=4096,K=4096+M=16,K=16384+M=1,K=16385
 
 import (
 	"context"
