@@ -179,7 +179,7 @@ func New(p *ops.Plan) (*Bundle, error) {
 	for k, v := range p.Schedule {
 		fixed[k] = int64(v)
 	}
-	for _, c := range op.Constraints {
+	for _, c := range append(slices.Clone(op.SizeRules), op.Constraints...) {
 		b := c.Cond.Bind(fixed)
 		if v, err := b.Eval(nil); err == nil && v != 0 {
 			continue // holds at every shape
@@ -190,7 +190,10 @@ func New(p *ops.Plan) (*Bundle, error) {
 		if !a.Present(p.Options) {
 			continue
 		}
-		t := Tensor{Name: a.Name, Role: a.Role.String(), DType: p.DType(a.Name).String(), Shape: a.Shape, Doc: a.Doc}
+		t := Tensor{Name: a.Name, Role: a.Role.String(), DType: p.DType(a.Name).String(), Doc: a.Doc}
+		for _, d := range a.Shape {
+			t.Shape = append(t.Shape, d.Bind(fixed)) // a scratch's may read target facts
+		}
 		if a.Role == ops.Scratch {
 			init := a.Init
 			t.Init = &init
@@ -375,6 +378,11 @@ func (m *Manifest) Check(sh map[string]int64) error {
 		}
 	}
 	for _, k := range m.Kernels {
+		for _, p := range k.Params {
+			if p.Kind == "size" && p.DType == "i32" && sh[p.Name] > math.MaxInt32 {
+				return fmt.Errorf("%s: size %s=%d does not fit the 32-bit parameter of kernel %s", m.Op, p.Name, sh[p.Name], k.Symbol)
+			}
+		}
 		g, err := k.GridAt(sh)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Op, err)

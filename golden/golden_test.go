@@ -116,10 +116,14 @@ func (c *goldenCase) build() error {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
 	c.plan = p
+	format := "no FP8"
+	if p.Format != nil {
+		format = p.Format.Name
+	}
 	c.archive = &txtar.Archive{Comment: fmt.Appendf(nil,
 		"Golden HIP of op %s on %s (%s), shape %v, options %v, %v indexing.\n"+
 			"Written by `go test ./golden -update`; review a diff of this file like code.\n",
-		op.Name, tg.Name, p.Format.Name, sh, p.Options, p.Index)}
+		op.Name, tg.Name, format, sh, p.Options, p.Index)}
 	for _, s := range p.Steps {
 		k, err := emit.Emit(s.Func, backend.Comment(p, s))
 		if err != nil {

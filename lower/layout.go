@@ -45,8 +45,26 @@ func isAccess(v *ir.Value) bool {
 func assignLayout(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	wave := f.Target.WaveSize
+	// Loads of one tile shape share their anchor, sized for the narrowest
+	// element among them: a bf16 tile and the f32 tables it is combined
+	// with then sit in the same lanes (the f32 load is two 16-byte vectors
+	// a lane, still coalesced) instead of meeting through LDS.
+	narrowest := map[string]int{}
+	key := func(p *ir.Value) string { return fmt.Sprint(p.Type.Shape, info[p].contigAxis()) }
+	f.Walk(func(v *ir.Value) {
+		if v.Op == ir.OpLoad && v.Type.Rank() > 0 {
+			k, b := key(v.Ptr()), max(v.Type.DType.Bytes(), 1)
+			if n, ok := narrowest[k]; !ok || b < n {
+				narrowest[k] = b
+			}
+		}
+	})
 	anchorOf := func(p *ir.Value, elem ir.DType) *ir.Layout {
-		return anchor(p.Type.Shape, info[p].contigAxis(), elem.Bytes(), wave, cfg.Warps)
+		b := max(elem.Bytes(), 1)
+		if n, ok := narrowest[key(p)]; ok && n < b {
+			b = n
+		}
+		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps)
 	}
 	set := func(v *ir.Value, l *ir.Layout) bool {
 		if v.Type.Rank() == 0 || v.Type.Layout != nil || l == nil {

@@ -128,6 +128,10 @@ type Op struct {
 	// the op prefers, most preferred first.
 	Knobs       []schedule.Knob
 	Constraints []schedule.Constraint
+	// SizeRules hold between the sizes alone (HQ a multiple of HKV, D 64
+	// or 128): a shape that breaks one is refused when the call is made,
+	// with the rule's reason.
+	SizeRules []schedule.Constraint
 	Candidates  []Candidate
 	// Ceiling is the percentage of copy bandwidth the op can reach at a
 	// shape: 100 where x is read once, 60 where it must be read twice.
@@ -142,6 +146,12 @@ type Op struct {
 	// Reference computes the outputs (scratch included) from the inputs in
 	// plain Go, sharing no code with the kernels.
 	Reference func(c *Call, in map[string]*Tensor) map[string]*Tensor
+	// Allowance, if set, says that the kernels match Reference within a
+	// bound, not bit for bit (a float sum associated as the schedule
+	// says): for each output it names, element i may differ from the
+	// reference by one unit in the last place of its type, or by
+	// allowance[i] where that is more. Other outputs are bit-exact.
+	Allowance func(c *Call, in map[string]*Tensor) map[string][]float64
 	// Dequantize, if set, rebuilds the first input's values from the
 	// outputs (and the other inputs), for the quantization error a run
 	// reports.
@@ -243,6 +253,9 @@ func (op *Op) check() error {
 	}
 	for _, c := range op.Constraints {
 		errs = append(errs, uses("constraint", c.Cond, known))
+	}
+	for _, c := range op.SizeRules {
+		errs = append(errs, uses("size rule", c.Cond, sizesOnly))
 	}
 	errs = append(errs, uses("ceiling", op.Ceiling, sizesOnly))
 	if len(op.Tests.Shapes) == 0 || op.Tests.Odd == nil || op.Tests.Wide == nil {
@@ -517,6 +530,11 @@ func (op *Op) checkShape(c *Call) error {
 	for _, n := range slices.Sorted(maps.Keys(sh)) {
 		if !slices.Contains(op.Sizes, n) {
 			return fmt.Errorf("%s: unknown size %s (want %s)", op.Name, n, strings.Join(op.Sizes, ","))
+		}
+	}
+	for _, r := range op.SizeRules {
+		if v, err := r.Cond.Eval(c.env()); err != nil || v == 0 {
+			return fmt.Errorf("%s: at %v, %v fails: %s", op.Name, sh, r.Cond, r.Why)
 		}
 	}
 	env := c.env()
@@ -855,6 +873,73 @@ func (c *Call) CeilingPct() float64 {
 		panic("BUG: " + err.Error())
 	}
 	return float64(v)
+}
+
+// CheckOutputs holds a run's outputs to the op's reference: bit for bit,
+// or within the op's Allowance. It reports whether the match was exact.
+func (c *Call) CheckOutputs(in, got map[string]*Tensor) (exact bool, err error) {
+	want := c.Op.Reference(c, in)
+	var allow map[string][]float64
+	if c.Op.Allowance != nil {
+		allow = c.Op.Allowance(c, in)
+	}
+	var errs []error
+	exact = true
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		a, ok := allow[n]
+		if !ok {
+			errs = append(errs, Compare(map[string]*Tensor{n: want[n]}, got))
+			continue
+		}
+		w, g := want[n], got[n]
+		if g == nil || len(g.Data) != len(w.Data) {
+			errs = append(errs, Compare(map[string]*Tensor{n: want[n]}, got))
+			continue
+		}
+		bad, first, worst := 0, -1, 0.0
+		for i := 0; i < w.Elems(); i++ {
+			wb, gb := w.Bits(i), g.Bits(i)
+			if wb == gb {
+				continue
+			}
+			exact = false
+			x, y := w.Float(i), g.Float(i)
+			if math.IsNaN(x) && math.IsNaN(y) {
+				continue
+			}
+			d := math.Abs(x - y)
+			if d <= max(ulp(w, i), a[i]) {
+				worst = max(worst, d/max(ulp(w, i), a[i]))
+				continue
+			}
+			bad++
+			if first < 0 {
+				first = i
+			}
+		}
+		if bad > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d of %d elements differ from the reference by more than allowed; first, element %d%s: want %s, got %s (allowed %.3g)",
+				n, bad, w.Elems(), first, w.index(first), w.show(first), g.show(first), max(ulp(w, first), a[first])))
+		}
+	}
+	return exact, errors.Join(errs...)
+}
+
+// ulp is the spacing of t's element type at element i's value.
+func ulp(t *Tensor, i int) float64 {
+	x := math.Abs(t.Float(i))
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0
+	}
+	bits := 24 // f32's significand
+	if t.DType.K == ir.KBF16 {
+		bits = 8
+	}
+	if x < 0x1p-126 {
+		return math.Ldexp(1, -126-bits+1)
+	}
+	_, e := math.Frexp(x)
+	return math.Ldexp(1, e-bits)
 }
 
 // Compare checks outputs against the reference bit for bit and describes

@@ -164,3 +164,38 @@ func DecodeFP8(f *fp8.Format, c uint8) float32 {
 	}
 	return float32(math.NaN())
 }
+
+// BF16 rounds x to bfloat16, to nearest with ties to even, by comparing
+// the two neighbours' distances in float64. A NaN keeps its sign and top
+// bits, quieted (bit 6 of the bf16 set), as the kernels' conversion does.
+func BF16(x float32) uint16 {
+	u := math.Float32bits(x)
+	if x != x {
+		return uint16(u>>16) | 0x40
+	}
+	lo := u &^ 0xffff // toward zero
+	if lo == u {
+		return uint16(u >> 16)
+	}
+	hi := lo + 0x10000 // away from zero; past the largest finite, Inf
+	mag := func(v uint32) float64 {
+		if v&0x7fffffff == 0x7f800000 {
+			return math.Ldexp(1, 128) // Inf stands where 2^128 would be
+		}
+		return math.Abs(float64(math.Float32frombits(v)))
+	}
+	a := math.Abs(float64(x))
+	dlo, dhi := a-mag(lo), mag(hi)-a
+	switch {
+	case dlo < dhi:
+		return uint16(lo >> 16)
+	case dhi < dlo:
+		return uint16(hi >> 16)
+	case (lo>>16)&1 == 0:
+		return uint16(lo >> 16)
+	}
+	return uint16(hi >> 16)
+}
+
+// BF16ToF32 is a bfloat16's value.
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }

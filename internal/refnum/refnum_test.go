@@ -70,3 +70,24 @@ func TestDecodeAgreesWithPackageFP8(t *testing.T) {
 		}
 	}
 }
+
+// BF16 agrees with the kernels' conversion (ir.F32ToBF16, an integer
+// rounding trick) on every float32 whose low 16 bits are at a tie or
+// next to one, and on random ones.
+func TestBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(u uint32) {
+		x := math.Float32frombits(u)
+		if got, want := BF16(x), ir.F32ToBF16(x); got != want {
+			t.Fatalf("BF16(%#08x) = %#04x; the kernels give %#04x", u, got, want)
+		}
+	}
+	for hi := uint32(0); hi < 1<<16; hi++ {
+		for _, lo := range []uint32{0, 1, 0x7fff, 0x8000, 0x8001, 0xffff} {
+			check(hi<<16 | lo)
+		}
+	}
+	for range 1 << 20 {
+		check(r.Uint32())
+	}
+}
