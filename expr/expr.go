@@ -14,7 +14,7 @@
 //	cmp     = sum [ ( "<" | "<=" | ">" | ">=" | "==" | "!=" ) sum ]
 //	sum     = product { ( "+" | "-" ) product }
 //	product = unary { ( "*" | "/" | "%" ) unary }
-//	unary   = [ "-" | "!" ] atom
+//	unary   = ( "-" | "!" ) unary | atom
 //	atom    = integer | name | name "(" expr { "," expr } ")" | "(" expr ")"
 //
 // Functions: cdiv(a, b) = ⌈a/b⌉, min(a, …), max(a, …), pow2ceil(a) (the

@@ -1,0 +1,22 @@
+"""fp8gen_torch: run fp8gen exports (fp8gen export OP --target T -o DIR)
+from PyTorch.
+
+    from fp8gen_torch import load
+    op = load("k")        # reads k/manifest.json, checks its files' SHA-256s
+    q, inv_scale = op(x)  # checks x, launches the kernels on the current stream
+
+The manifest reader (fp8gen_torch.manifest) needs no torch; torch is
+imported when load() is first called.
+"""
+
+from .manifest import (VERSION, ExprError, Expr, Manifest, ManifestError, ShapeError, evaluate,
+                       load_manifest, parse)
+
+__all__ = ["VERSION", "Expr", "ExprError", "Manifest", "ManifestError", "ShapeError", "evaluate",
+           "load", "load_manifest", "parse"]
+
+
+def load(folder, check_status=True):
+    """The export in folder as a callable PyTorch op (see ops.Op)."""
+    from .ops import load as _load  # torch only now
+    return _load(folder, check_status=check_status)
