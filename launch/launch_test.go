@@ -64,13 +64,22 @@ func TestClassRunsBitExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			tg, _ := target.Lookup(tn)
+			// Export at the test shapes that specialize least (odd sizes
+			// where the op allows them), so that their classes are wide.
+			spec := func(sh ops.Shape) int {
+				n := 1
+				for _, d := range ops.Divisors(sh) {
+					n *= d
+				}
+				return n
+			}
+			least := spec(op.Tests.Shapes[0])
+			for _, sh := range op.Tests.Shapes {
+				least = min(least, spec(sh))
+			}
 			ran, other := 0, 0
 			for _, at := range op.Tests.Shapes {
-				odd := true
-				for _, v := range at {
-					odd = odd && v%2 == 1
-				}
-				if !odd {
+				if spec(at) != least {
 					continue
 				}
 				dir := t.TempDir()
@@ -93,18 +102,11 @@ func TestClassRunsBitExact(t *testing.T) {
 						if err := r.Run(ctx, lo, Sizes(sh), ts); err != nil {
 							t.Fatalf("%s on %s, exported at %v, run at %v: %v", name, tn, at, sh, err)
 						}
-						want := op.Reference(c, in)
 						got := map[string]*ops.Tensor{}
 						for _, s := range c.SpecsOf(ops.Output) {
 							got[s.Name] = &ops.Tensor{Spec: s, Data: ts[s.Name].Data}
-							want[s.Name].Spec = s
 						}
-						for n := range want {
-							if _, ok := got[n]; !ok {
-								delete(want, n) // scratch: the launcher's own
-							}
-						}
-						if err := ops.Compare(want, got); err != nil {
+						if _, err := c.CheckOutputs(in, got); err != nil {
 							t.Errorf("%s on %s, exported at %v, run at %v (adversarial %v): %v", name, tn, at, sh, adv, err)
 						}
 					}

@@ -407,14 +407,24 @@ func TestRunOps(t *testing.T) {
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
 		sh := op.Tests.Odd
+		var opts []string // the tests' other option set, as --opt flags
+		if len(op.Tests.Options) > 0 {
+			for k, v := range op.Tests.Options[0] {
+				opts = append(opts, "--opt", k+"="+v)
+			}
+		}
+		check := "check: bit-exact against the reference"
+		if op.Allowance != nil {
+			check = "  check: " // bit-exact or within the allowance; exit 0 says it matched
+		}
 		for _, extra := range [][]string{
 			{"--adversarial"},
-			{"--adversarial", "--target", "gfx942", "--in-dtype", "f32"},
-			{"--target", "gfx950", "--fp8", "e5m2", "--pow2", "--seed", "9"},
+			append([]string{"--adversarial", "--target", "gfx942"}, opts...),
+			{"--target", "gfx950", "--seed", "9"},
 		} {
 			args := cpu(append([]string{"run", name, "--shape", sh.String()}, extra...)...)
 			code, out, errs := fp8gen(t, args...)
-			want(t, args, code, 0, out+errs, "bit-exact", name+" "+sh.String())
+			want(t, args, code, 0, out+errs, check, name+" "+sh.String())
 			if errs != "" {
 				t.Errorf("fp8gen %v: stderr %q", args, errs)
 			}

@@ -62,6 +62,31 @@ type mutant struct {
 // a cosmetic one, which tests rightly ignore. Each names the packages that
 // catch it today; keep them the fastest that do.
 var mutants = []mutant{
+	// The QK-norm kernels, held to their float64 references within an allowance.
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    "return b.Where(first, b.Neg(p), p)",
+		new:    "return b.Where(first, p, b.Neg(p))",
+		pkgs:   []string{"./ops"},
+		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
+		reason: "rotate-half negates the second half instead of the first",
+	},
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    "qkEps(c))).Named(\"rrms\")",
+		new:    "0.0)).Named(\"rrms\")",
+		pkgs:   []string{"./ops"},
+		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
+		reason: "RMSNorm without its epsilon (a zero head becomes NaN)",
+	},
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    "acc := b.For(0, qkParts(c), 1,",
+		new:    "acc := b.For(1, qkParts(c), 1,",
+		pkgs:   []string{"./ops"},
+		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope_bwd/",
+		reason: "the weight-gradient fold skips the first program's partial sums",
+	},
 	// ops, export, launch: variants, manifests and the launcher's checks.
 	{
 		file:   "ops/op.go",

@@ -1,0 +1,469 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/fp8gen/fp8gen/expr"
+	"github.com/fp8gen/fp8gen/internal/refnum"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/schedule"
+)
+
+// QK-norm: the packed QKV projection of an attention layer with QK-norm
+// (Qwen3, GPT-OSS) split into q, k and v, q and k normalised per head and
+// rotated, in one kernel forward and one (plus a fixed-order fold of the
+// weight gradients) backward.
+//
+// qkv is packed as Megatron packs it: each token's row is (HQ + 2·HKV)·D
+// wide, grouped by KV head — for group g, its G = HQ/HKV query heads, then
+// k_g, then v_g, D each; query head h = g·G + j. Token rows are b·S + s
+// (order=bshd) or s·B + b (order=sbhd); q, k and v come out in the same
+// token order, [B, S, H, D] or [S, B, H, D], contiguous bf16.
+//
+// Forward, per query or key head t (f32 arithmetic, each operation
+// rounded; no fused multiply-add):
+//
+//	r = 1 / sqrt(Σ t² / D + eps)   the sum in the schedule's order
+//	n = (t · r) · w                w = q_weight or k_weight
+//	n = bf16(n)                    only with round_norm=true
+//	y = bf16(n · cos[s] + rot(n) · sin[s])
+//
+// with rot the rotate-half pairing (rope=neox: rot(n) = concat(−n[D/2:],
+// n[:D/2])) or the interleaved one (rope=gptj: rot(n)[2i] = −n[2i+1],
+// rot(n)[2i+1] = n[2i]), and cos, sin the [S, D] tables at the token's
+// position s. v is copied. NaN and ±Inf follow IEEE: a NaN or Inf in a
+// head makes the head's sum NaN or Inf, and the head NaN (Inf·0) or 0.
+//
+// Backward, from dy = dq or dk of each head (v's gradient is dv):
+//
+//	dn = dy · cos + rotᵀ(dy · sin)
+//	dw += dn · (t · r)             summed over the heads and tokens
+//	dx̂ = dn · w
+//	dt = (dx̂ − (t · r) · Σ(dx̂ · t · r) / D) · r
+//
+// It recomputes r from qkv, which it reads anyway. The weight gradients
+// are deterministic: each of P = 4·CUS programs sums its tiles in order
+// into partials[program], and a second kernel folds the partials in
+// program order; no float atomics.
+//
+// A float sum's association follows the schedule, so the kernels match
+// the plain-Go references (which sum in float64) within a bf16 ulp, or a
+// few float32 ulps of the terms where they cancel (see qkAllowance); the
+// interpreter and every GPU give the same bits for one schedule.
+
+// qkOptions are the choices both directions take.
+var qkOptions = []Option{
+	{Name: "order", Doc: "token order of qkv and the outputs: bshd (row b·S+s) or sbhd (row s·B+b)", Values: []string{"bshd", "sbhd"}, Default: "bshd"},
+	{Name: "rope", Doc: "RoPE pairing: neox (rotate-half) or gptj (interleaved)", Values: []string{"neox", "gptj"}, Default: "neox"},
+	{Name: "weight", Doc: "element type of q_weight and k_weight", Values: []string{"bf16", "f32"}, Default: "bf16"},
+	{Name: "eps", Doc: "RMSNorm's epsilon", Values: []string{"1e-6", "1e-5"}, Default: "1e-6"},
+}
+
+func qkEps(c *Call) float64 {
+	v, err := strconv.ParseFloat(c.Opt("eps"), 64)
+	if err != nil {
+		panic("BUG: eps option " + c.Opt("eps"))
+	}
+	return float64(float32(v))
+}
+
+// qkPartsExpr is the backward's program count, and the partials' rows.
+const qkPartsExpr = "4 * CUS"
+
+func qkParts(c *Call) int {
+	v, err := e(qkPartsExpr).Eval(c.env())
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	return int(v)
+}
+
+// tokens is a token-major tensor's leading dims in the call's order.
+func tokens(order string, rest ...string) []expr.Expr {
+	dims := []string{"B", "S"}
+	if order == "sbhd" {
+		dims = []string{"S", "B"}
+	}
+	var out []expr.Expr
+	for _, d := range append(dims, rest...) {
+		out = append(out, e(d))
+	}
+	return out
+}
+
+// byOrder is a tensor in each token order.
+func byOrder(name, dtype string, role Role, doc string, rest ...string) []Arg {
+	var out []Arg
+	for _, o := range []string{"bshd", "sbhd"} {
+		out = append(out, Arg{Name: name, DType: dtype, Shape: tokens(o, rest...), Role: role, When: "order=" + o, Doc: doc})
+	}
+	return out
+}
+
+var qkSizeRules = []schedule.Constraint{
+	{Cond: e("D == 64 || D == 128"), Why: "D (head_dim) must be 64 or 128"},
+	{Cond: e("HQ % HKV == 0"), Why: "HQ must be a multiple of HKV (query heads share KV heads in groups)"},
+}
+
+var qkKnobs = []schedule.Knob{
+	warpsKnob,
+	{Name: "ROWS", Doc: "head rows (D elements each) per tile", Domain: schedule.Pow2("1", "256")},
+	{Name: "HEAD_D", Doc: "the head size the kernels are compiled for", Domain: schedule.Pow2("64", "128")},
+}
+
+var qkConstraints = []schedule.Constraint{
+	{Cond: e("HEAD_D == D"), Why: "the kernels are compiled for one head size: HEAD_D must be D"},
+	tileLimit("ROWS * HEAD_D"),
+}
+
+// qkCandidates: tiles of ROWS heads with 8, 16 or 4 elements a lane.
+func qkCandidates() []Candidate {
+	var out []Candidate
+	for _, per := range []string{"8", "16", "4"} {
+		for _, warps := range []string{"4", "8"} {
+			out = append(out, Candidate{
+				{"HEAD_D", e("D")},
+				{"WARPS", e(warps)},
+				{"ROWS", e("max(1, " + warps + " * WAVE * " + per + " / D)")},
+			})
+		}
+	}
+	return out
+}
+
+var qkTests = Tests{
+	Shapes: []Shape{
+		{"B": 1, "S": 1, "HQ": 1, "HKV": 1, "D": 64},
+		{"B": 1, "S": 3, "HQ": 4, "HKV": 2, "D": 64},
+		{"B": 2, "S": 5, "HQ": 2, "HKV": 1, "D": 128},
+		{"B": 3, "S": 7, "HQ": 8, "HKV": 2, "D": 64},
+	},
+	GPU:     []Shape{{"B": 2, "S": 333, "HQ": 32, "HKV": 4, "D": 128}, {"B": 1, "S": 1001, "HQ": 64, "HKV": 8, "D": 64}},
+	Options: []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5"}},
+	Odd:     Shape{"B": 2, "S": 5, "HQ": 4, "HKV": 2, "D": 64},
+	Wide:    Shape{"B": 8, "S": 32768, "HQ": 64, "HKV": 8, "D": 128},
+}
+
+var qkBench = []Shape{
+	{"B": 8, "S": 4096, "HQ": 32, "HKV": 4, "D": 128}, // Qwen3-30B-A3B
+	{"B": 4, "S": 4096, "HQ": 64, "HKV": 8, "D": 64},  // GPT-OSS-120B
+	{"B": 8, "S": 4096, "HQ": 32, "HKV": 8, "D": 128},
+}
+
+var qkIn = []Arg{
+	{Name: "q_weight", DType: "{weight}", Shape: []expr.Expr{e("D")}, Role: Input, Doc: "RMSNorm weight of the query heads"},
+	{Name: "k_weight", DType: "{weight}", Shape: []expr.Expr{e("D")}, Role: Input, Doc: "RMSNorm weight of the key heads"},
+	{Name: "cos", DType: "f32", Shape: []expr.Expr{e("S"), e("D")}, Role: Input, Doc: "RoPE cos table by position"},
+	{Name: "sin", DType: "f32", Shape: []expr.Expr{e("S"), e("D")}, Role: Input, Doc: "RoPE sin table by position"},
+}
+
+func qkTensors(lists ...[]Arg) []Arg {
+	var out []Arg
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+var QKNormRope = register(&Op{
+	Name:  "qk_norm_rope",
+	Doc:   "qkv[B,S,(HQ+2·HKV)·D] packed → q[B,S,HQ,D], k, v[B,S,HKV,D] bf16: q and k RMS-normalised per head and rotated (RoPE), v copied",
+	Sizes: []string{"B", "S", "HQ", "HKV", "D"},
+	Options: append(append([]Option(nil), qkOptions...),
+		Option{Name: "round_norm", Doc: "round the normalised value to bf16 before the rotation, as the unfused chain does", Values: []string{"false", "true"}, Default: "false"}),
+	Tensors: qkTensors(
+		byOrder("qkv", "bf16", Input, "the packed projection", "(HQ + 2 * HKV) * D"),
+		qkIn,
+		byOrder("q", "bf16", Output, "", "HQ", "D"),
+		byOrder("k", "bf16", Output, "", "HKV", "D"),
+		byOrder("v", "bf16", Output, "", "HKV", "D"),
+	),
+	Kernels:     []*Kernel{{Name: "qk_norm_rope", Build: qkNormFwdKernel, Grid: [3]expr.Expr{e("cdiv(B * S * (HQ + 2 * HKV), ROWS)"), e("1"), e("1")}}},
+	Knobs:       qkKnobs,
+	Constraints: qkConstraints,
+	SizeRules:   qkSizeRules,
+	Candidates:  qkCandidates(),
+	Ceiling:     e("100"),
+	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
+	Bench:       qkBench,
+	Tests: func() Tests {
+		t := qkTests
+		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "round_norm": "true"}}
+		return t
+	}(),
+	Goldens: []Variant{
+		{Name: "sbhd_gptj", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "round_norm": "true"}},
+		{Name: "d64", Shape: Shape{"B": 4, "S": 256, "HQ": 64, "HKV": 8, "D": 64}},
+	},
+	FillInputs: qkInputs,
+	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkForward(c, in); return out },
+	Allowance:  func(c *Call, in map[string]*Tensor) map[string][]float64 { _, a := qkForward(c, in); return a },
+})
+
+var QKNormRopeBwd = register(&Op{
+	Name:    "qk_norm_rope_bwd",
+	Doc:     "qkv, dq, dk, dv → d_qkv packed as qkv, d_q_weight[D], d_k_weight[D] f32: the backward of qk_norm_rope, weight gradients in a fixed order",
+	Sizes:   []string{"B", "S", "HQ", "HKV", "D"},
+	Options: append(append([]Option(nil), qkOptions...), Option{Name: "dx", Doc: "element type of d_qkv", Values: []string{"bf16", "f32"}, Default: "bf16"}),
+	Tensors: qkTensors(
+		byOrder("qkv", "bf16", Input, "the packed projection the forward read", "(HQ + 2 * HKV) * D"),
+		qkIn,
+		byOrder("dq", "bf16", Input, "", "HQ", "D"),
+		byOrder("dk", "bf16", Input, "", "HKV", "D"),
+		byOrder("dv", "bf16", Input, "", "HKV", "D"),
+		byOrder("d_qkv", "{dx}", Output, "", "(HQ + 2 * HKV) * D"),
+		[]Arg{
+			{Name: "d_q_weight", DType: "f32", Shape: []expr.Expr{e("D")}, Role: Output},
+			{Name: "d_k_weight", DType: "f32", Shape: []expr.Expr{e("D")}, Role: Output},
+			{Name: "partials", DType: "f32", Shape: []expr.Expr{e(qkPartsExpr), e("2"), e("D")}, Role: Scratch, Doc: "each backward program's weight-gradient sums, q then k"},
+		},
+	),
+	Kernels: []*Kernel{
+		{Name: "qk_norm_rope_bwd", Build: qkNormBwdKernel, Grid: [3]expr.Expr{e(qkPartsExpr), e("1"), e("1")}},
+		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("1"), e("1")}},
+	},
+	Knobs:       qkKnobs,
+	Constraints: qkConstraints,
+	SizeRules:   qkSizeRules,
+	Candidates:  qkCandidates(),
+	Ceiling:     e("100"),
+	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
+	Bench:       qkBench,
+	Tests: func() Tests {
+		t := qkTests
+		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}}
+		return t
+	}(),
+	Goldens: []Variant{
+		{Name: "sbhd_gptj_f32", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "dx": "f32"}},
+	},
+	FillInputs: qkInputs,
+	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkBackward(c, in); return out },
+	Allowance:  func(c *Call, in map[string]*Tensor) map[string][]float64 { _, a := qkBackward(c, in); return a },
+})
+
+// qkInputs: real RoPE tables (θ = 10000) and weights near 1; adversarial,
+// whole heads of zeros, of values whose mean square is far below eps, of
+// values whose squares overflow f32, and of one NaN or Inf.
+func qkInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+	sl, d := c.Size("S"), c.Size("D")
+	for s := 0; s < sl; s++ {
+		for i := 0; i < d; i++ {
+			k := i % (d / 2)
+			if c.Opt("rope") == "gptj" {
+				k = i / 2
+			}
+			ang := float64(s) * math.Pow(10000, -2*float64(k)/float64(d))
+			in["cos"].Set(s*d+i, math.Cos(ang))
+			in["sin"].Set(s*d+i, math.Sin(ang))
+		}
+	}
+	for _, w := range []string{"q_weight", "k_weight"} {
+		for i := 0; i < d; i++ {
+			in[w].Set(i, 1+0.1*r.NormFloat64())
+		}
+	}
+	if !adversarial {
+		return
+	}
+	x := in["qkv"]
+	heads := x.Elems() / d
+	fill := func(h int, f func(i int) float64) {
+		for i := 0; i < d; i++ {
+			x.Set(h*d+i, f(i))
+		}
+	}
+	for k, f := range []func(int) float64{
+		func(int) float64 { return 0 },
+		func(i int) float64 { return 1e-30 * float64(1+i%3) },
+		func(i int) float64 { return 1e18 * float64(1-2*(i%2)) },
+		func(i int) float64 { return 1e25 },
+		func(i int) float64 { return map[bool]float64{true: math.NaN(), false: 1}[i == 3] },
+		func(i int) float64 { return map[bool]float64{true: math.Inf(-1), false: 0.5}[i == 5] },
+	} {
+		if h := 1 + k*7; h < heads {
+			fill(h, f)
+		}
+	}
+}
+
+// qkLayout is where each head row of qkv lives and goes.
+type qkLayout struct {
+	rows, nh, grp, d, hq, hkv int
+	bs, sl                    int
+	bshd                      bool
+}
+
+func qkLayoutOf(c *Call) qkLayout {
+	l := qkLayout{bs: c.Size("B"), sl: c.Size("S"), hq: c.Size("HQ"), hkv: c.Size("HKV"), d: c.Size("D"), bshd: c.Opt("order") == "bshd"}
+	l.nh = l.hq + 2*l.hkv
+	l.grp = l.hq / l.hkv
+	l.rows = l.bs * l.sl * l.nh
+	return l
+}
+
+// head describes head row hr: its token, kind (0 q, 1 k, 2 v), position,
+// and its element offset in q, k or v.
+func (l qkLayout) head(hr int) (tok, kind, pos, out int) {
+	tok, u := hr/l.nh, hr%l.nh
+	g, j := u/(l.grp+2), u%(l.grp+2)
+	pos = tok / l.bs
+	if l.bshd {
+		pos = tok % l.sl
+	}
+	switch {
+	case j < l.grp:
+		return tok, 0, pos, (tok*l.hq + g*l.grp + j) * l.d
+	case j == l.grp:
+		return tok, 1, pos, (tok*l.hkv + g) * l.d
+	}
+	return tok, 2, pos, (tok*l.hkv + g) * l.d
+}
+
+// partner is element i's RoPE partner and its sign in rot (transposed:
+// in rotᵀ).
+func partner(c *Call, i, d int, transposed bool) (int, float64) {
+	if c.Opt("rope") == "neox" {
+		if i < d/2 {
+			return i + d/2, map[bool]float64{false: -1, true: 1}[transposed]
+		}
+		return i - d/2, map[bool]float64{false: 1, true: -1}[transposed]
+	}
+	if i%2 == 0 {
+		return i + 1, map[bool]float64{false: -1, true: 1}[transposed]
+	}
+	return i - 1, map[bool]float64{false: 1, true: -1}[transposed]
+}
+
+func f32(x float64) float64 { return float64(float32(x)) }
+
+// rrms is the reference 1/sqrt(mean(t²) + eps): squares and the mean
+// rounded to f32 as the kernels round them, the sum in float64.
+func rrms(c *Call, t []float64) float64 {
+	var ss float64
+	for _, v := range t {
+		ss += f32(v * v)
+	}
+	return f32(1 / f32(math.Sqrt(f32(f32(f32(ss)/float64(len(t)))+qkEps(c)))))
+}
+
+// qkForward is the forward reference, and for each output element the
+// error a float32 computation of it may carry beyond rounding: a few
+// ulps of the terms that cancel.
+func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][]float64) {
+	l := qkLayoutOf(c)
+	out := Tensors(c.SpecsOf(Output, Scratch))
+	allow := map[string][]float64{}
+	for _, n := range []string{"q", "k", "v"} {
+		allow[n] = make([]float64, out[n].Elems())
+	}
+	x, cs, sn := in["qkv"], in["cos"], in["sin"]
+	t, n := make([]float64, l.d), make([]float64, l.d)
+	for hr := 0; hr < l.rows; hr++ {
+		_, kind, pos, o := l.head(hr)
+		name := [...]string{"q", "k", "v"}[kind]
+		if kind == 2 {
+			for i := 0; i < l.d; i++ {
+				out["v"].SetBits(o+i, x.Bits(hr*l.d+i))
+			}
+			continue
+		}
+		w := in[[...]string{"q_weight", "k_weight"}[kind]]
+		for i := range t {
+			t[i] = x.Float(hr*l.d + i)
+		}
+		r := rrms(c, t)
+		for i := range n {
+			n[i] = f32(f32(t[i]*r) * w.Float(i))
+			if c.Flag("round_norm") {
+				n[i] = float64(refnum.BF16ToF32(refnum.BF16(float32(n[i]))))
+			}
+		}
+		for i := range n {
+			p, sign := partner(c, i, l.d, false)
+			a, b := f32(n[i]*cs.Float(pos*l.d+i)), f32(sign*n[p]*sn.Float(pos*l.d+i))
+			out[name].SetBits(o+i, uint64(refnum.BF16(float32(a+b))))
+			allow[name][o+i] = qkSlack(c) * (math.Abs(a) + math.Abs(b))
+		}
+	}
+	return out, allow
+}
+
+// qkSlack is the error, relative to the terms, that float32 and the
+// sum's association leave: 2^-20; with round_norm, a bf16 ulp of n
+// (2^-8), since the f32 n and the reference's may round to neighbours.
+func qkSlack(c *Call) float64 {
+	if c.Flag("round_norm") {
+		return 1.0 / 128
+	}
+	return 1.0 / (1 << 20)
+}
+
+// qkBackward is the backward reference, with the allowances as above.
+func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][]float64) {
+	l := qkLayoutOf(c)
+	out := Tensors(c.SpecsOf(Output))
+	dx := out["d_qkv"]
+	allow := map[string][]float64{"d_qkv": make([]float64, dx.Elems()), "d_q_weight": make([]float64, l.d), "d_k_weight": make([]float64, l.d)}
+	x, cs, sn := in["qkv"], in["cos"], in["sin"]
+	dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
+	dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
+	t, xh, dy, dn := make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d)
+	for hr := 0; hr < l.rows; hr++ {
+		_, kind, pos, o := l.head(hr)
+		if kind == 2 {
+			for i := 0; i < l.d; i++ {
+				setRef(dx, hr*l.d+i, in["dv"].Float(o+i))
+			}
+			continue
+		}
+		dout := in[[...]string{"dq", "dk"}[kind]]
+		w := in[[...]string{"q_weight", "k_weight"}[kind]]
+		for i := range t {
+			t[i], dy[i] = x.Float(hr*l.d+i), dout.Float(o+i)
+		}
+		r := rrms(c, t)
+		for i := range xh {
+			xh[i] = f32(t[i] * r)
+		}
+		for i := range dn {
+			p, sign := partner(c, i, l.d, true)
+			dn[i] = f32(f32(dy[i]*cs.Float(pos*l.d+i)) + sign*f32(dy[p]*sn.Float(pos*l.d+p)))
+			g := f32(dn[i] * xh[i])
+			dw[kind][i] += g
+			dwAbs[kind][i] += math.Abs(g)
+		}
+		var dot, dotAbs float64
+		dxh := make([]float64, l.d)
+		for i := range dxh {
+			dxh[i] = f32(dn[i] * w.Float(i))
+			dot += f32(dxh[i] * xh[i])
+			dotAbs += math.Abs(f32(dxh[i] * xh[i]))
+		}
+		mean := f32(f32(dot) / float64(l.d))
+		for i := range dxh {
+			m := f32(xh[i] * mean)
+			setRef(dx, hr*l.d+i, f32(f32(dxh[i]-m)*r))
+			allow["d_qkv"][hr*l.d+i] = math.Abs(r) * (math.Abs(dxh[i])/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
+		}
+	}
+	for k, name := range []string{"d_q_weight", "d_k_weight"} {
+		for i := 0; i < l.d; i++ {
+			out[name].Set(i, dw[k][i])
+			allow[name][i] = 1e-5 * dwAbs[k][i]
+		}
+	}
+	return out, allow
+}
+
+// setRef writes a reference value rounded to t's type by refnum's own
+// rounding (not the kernels').
+func setRef(t *Tensor, i int, x float64) {
+	if t.DType.K == ir.KBF16 {
+		t.SetBits(i, uint64(refnum.BF16(float32(x))))
+		return
+	}
+	t.SetBits(i, uint64(math.Float32bits(float32(x))))
+}

@@ -1,0 +1,196 @@
+package ops
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// The QK-norm kernels, in the DSL. A program takes ROWS head rows of the
+// packed qkv viewed as [tokens · (HQ + 2·HKV), D]: consecutive rows are
+// consecutive heads of one token, so every load is contiguous. Each row
+// is a query head, a key head or a value head by its place in its KV
+// group, and goes to q, k or v.
+
+// qkRows is what every QK-norm kernel knows of its tile of head rows.
+type qkRows struct {
+	r, ok            *ir.Value // head-row indices [ROWS] and r < rows
+	tok, g, j        *ir.Value // token row, KV group, place in the group
+	isQ, isK, isV    *ir.Value // [ROWS]
+	pos              *ir.Value // the token's position s, for the tables
+	d                *ir.Value // [D]
+	offs             *ir.Value // [ROWS, D] into qkv
+	qOffs, kvOffs    *ir.Value // [ROWS, D] into q and into k, v
+	hd, hq, hkv, grp *ir.Value
+}
+
+// qkSizes are the sizes, declared once per kernel.
+type qkSizes struct{ bs, s, hq, hkv *ir.Value }
+
+func qkSizesOf(b *ir.Builder) qkSizes {
+	return qkSizes{b.Size("B"), b.Size("S"), b.Size("HQ"), b.Size("HKV")}
+}
+
+// rows is the number of head rows.
+func (z qkSizes) rows(b *ir.Builder) *ir.Value {
+	return b.Mul(b.Mul(z.bs, z.s), b.Add(z.hq, b.Mul(z.hkv, 2)))
+}
+
+func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
+	bs, s, hq, hkv := z.bs, z.s, z.hq, z.hkv
+	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
+	var t qkRows
+	t.hq, t.hkv = hq, hkv
+	nh := b.Add(hq, b.Mul(hkv, 2)).Named("heads")
+	t.grp = b.Div(hq, hkv).Named("group")
+	t.r = b.Add(r0, b.Arange(nr)).Named("hrow")
+	t.ok = b.Lt(t.r, b.Mul(b.Mul(bs, s), nh)).Named("row_ok")
+	t.tok = b.Div(t.r, nh).Named("tok")
+	u := b.Rem(t.r, nh)
+	per := b.Add(t.grp, 2)
+	t.g, t.j = b.Div(u, per).Named("kv_group"), b.Rem(u, per).Named("slot")
+	t.isQ = b.And(t.ok, b.Lt(t.j, t.grp)).Named("is_q")
+	t.isK = b.And(t.ok, b.Eq(t.j, t.grp)).Named("is_k")
+	t.isV = b.And(t.ok, b.Eq(t.j, b.Add(t.grp, 1))).Named("is_v")
+	if c.Opt("order") == "bshd" {
+		t.pos = b.Rem(t.tok, s).Named("pos") // row = b·S + s
+	} else {
+		t.pos = b.Div(t.tok, bs).Named("pos") // row = s·B + b
+	}
+	t.d = b.Arange(hd).Named("d")
+	t.offs = b.Add(b.Mul(b.Col(t.r), hd), b.Row(t.d)).Named("offs")
+	qh := b.Add(b.Mul(t.tok, hq), b.Add(b.Mul(t.g, t.grp), t.j))
+	t.qOffs = b.Add(b.Mul(b.Col(qh), hd), b.Row(t.d)).Named("q_offs")
+	kh := b.Add(b.Mul(t.tok, hkv), t.g)
+	t.kvOffs = b.Add(b.Mul(b.Col(kh), hd), b.Row(t.d)).Named("kv_offs")
+	return t
+}
+
+// rms is rsqrt(mean(x²) + eps) of each row of x [ROWS, D], f32.
+func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
+	ss := b.Reduce(b.Mul(x, x), 1, ir.RSum).Named("sum_sq")
+	return b.Rsqrt(b.Add(b.Div(ss, float64(c.Knob("HEAD_D"))), qkEps(c))).Named("rrms")
+}
+
+// qkParams are the parameters every QK-norm kernel reads.
+type qkParams struct{ qw, kw, cos, sin *ir.Value }
+
+func qkParamsOf(b *ir.Builder, c *Call) qkParams {
+	return qkParams{
+		qw: b.Param("q_weight", c.DType("q_weight")), kw: b.Param("k_weight", c.DType("k_weight")),
+		cos: b.Param("cos", ir.F32), sin: b.Param("sin", ir.F32),
+	}
+}
+
+// weights is the row's norm weight: q_weight for query rows, k_weight
+// for the rest, f32 [ROWS, D].
+func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
+	qw := b.Cast(b.Load(b.PtrAdd(p.qw, t.d), nil, nil), ir.F32).Named("qw")
+	kw := b.Cast(b.Load(b.PtrAdd(p.kw, t.d), nil, nil), ir.F32).Named("kw")
+	return b.Where(b.Col(t.isQ), b.Row(qw), b.Row(kw)).Named("w")
+}
+
+// tables loads cos and sin at each row's position.
+func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
+	offs := b.Add(b.Mul(b.Col(t.pos), c.Knob("HEAD_D")), b.Row(t.d)).Named("pos_offs")
+	m := b.Col(t.ok)
+	cs = b.Load(b.PtrAdd(p.cos, offs), m, nil).Named("cos")
+	sn = b.Load(b.PtrAdd(p.sin, offs), m, nil).Named("sin")
+	return cs, sn
+}
+
+// rotated is each element's RoPE partner, signed: rotate-half pairs d with
+// d ± D/2 (−x[d+D/2] in the first half, x[d−D/2] in the second); the
+// interleaved (GPT-J) pairing, 2i with 2i+1 (−x[2i+1], then x[2i]).
+// transposed gives the adjoint, for the backward.
+func rotated(b *ir.Builder, c *Call, x, d *ir.Value, transposed bool) *ir.Value {
+	hd := c.Knob("HEAD_D")
+	if c.Opt("rope") == "neox" {
+		p := b.Rotate(x, 1, hd/2) // x[(d + D/2) mod D]
+		first := b.Row(b.Lt(d, hd/2))
+		if transposed {
+			return b.Where(first, p, b.Neg(p))
+		}
+		return b.Where(first, b.Neg(p), p)
+	}
+	next, prev := b.Rotate(x, 1, 1), b.Rotate(x, 1, -1) // x[d+1], x[d−1]
+	even := b.Row(b.Eq(b.Rem(d, 2), 0))
+	if transposed {
+		return b.Where(even, next, b.Neg(prev))
+	}
+	return b.Where(even, b.Neg(next), prev)
+}
+
+func qkNormFwdKernel(b *ir.Builder, c *Call) {
+	qkv := b.Param("qkv", ir.BF16)
+	p := qkParamsOf(b, c)
+	q, k, v := b.Param("q", ir.BF16), b.Param("k", ir.BF16), b.Param("v", ir.BF16)
+	t := qkTile(b, c, qkSizesOf(b), b.Mul(b.ProgramID(0), c.Knob("ROWS")))
+	raw := b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil).Named("raw")
+	x := b.Cast(raw, ir.F32).Named("x")
+	n := b.Mul(b.Mul(x, b.Col(rms(b, c, x))), weights(b, p, t)).Named("normed")
+	if c.Flag("round_norm") {
+		n = b.Cast(b.Cast(n, ir.BF16), ir.F32).Named("normed_bf16")
+	}
+	cs, sn := tables(b, c, p, t)
+	y := b.Cast(b.Add(b.Mul(n, cs), b.Mul(rotated(b, c, n, t.d, false), sn)), ir.BF16).Named("y")
+	b.Store(b.PtrAdd(q, t.qOffs), y, b.Col(t.isQ))
+	b.Store(b.PtrAdd(k, t.kvOffs), y, b.Col(t.isK))
+	b.Store(b.PtrAdd(v, t.kvOffs), raw, b.Col(t.isV)) // v: a copy
+}
+
+// qkNormBwdKernel runs over its tiles (pid, pid + P, …, P programs) and
+// leaves each program's weight-gradient sums in partials[pid, {q, k}, :],
+// for qkNormDwKernel to fold in program order.
+func qkNormBwdKernel(b *ir.Builder, c *Call) {
+	qkv := b.Param("qkv", ir.BF16)
+	p := qkParamsOf(b, c)
+	dq, dk, dv := b.Param("dq", ir.BF16), b.Param("dk", ir.BF16), b.Param("dv", ir.BF16)
+	dqkv := b.Param("d_qkv", c.DType("d_qkv"))
+	partials := b.Param("partials", ir.F32)
+	z := qkSizesOf(b)
+	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
+	tiles := b.CDiv(z.rows(b), nr).Named("tiles")
+	pid, np := b.ProgramID(0), b.NumPrograms(0)
+	zero := func() *ir.Value { return b.Full(ir.F32, 0, hd) }
+	acc := b.For(pid, tiles, np, []*ir.Value{zero().Named("dqw_part"), zero().Named("dkw_part")}, func(it *ir.Value, acc []*ir.Value) []*ir.Value {
+		t := qkTile(b, c, z, b.Mul(it, nr))
+		x := b.Cast(b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil), ir.F32).Named("x")
+		rr := rms(b, c, x)
+		xh := b.Mul(x, b.Col(rr)).Named("x_hat")
+		w := weights(b, p, t)
+		// The row's output gradient: dq, dk or dv, as the row is.
+		dy := b.Add(b.Cast(b.Load(b.PtrAdd(dq, t.qOffs), b.Col(t.isQ), nil), ir.F32),
+			b.Cast(b.Load(b.PtrAdd(dk, t.kvOffs), b.Col(t.isK), nil), ir.F32)).Named("dy")
+		cs, sn := tables(b, c, p, t)
+		dn := b.Add(b.Mul(dy, cs), rotated(b, c, b.Mul(dy, sn), t.d, true)).Named("d_normed")
+		g := b.Mul(dn, xh).Named("dw_terms")
+		zeros := b.Full(ir.F32, 0, nr, hd)
+		dqw := b.Add(acc[0], b.Reduce(b.Where(b.Col(t.isQ), g, zeros), 0, ir.RSum))
+		dkw := b.Add(acc[1], b.Reduce(b.Where(b.Col(t.isK), g, zeros), 0, ir.RSum))
+		dxh := b.Mul(dn, w).Named("d_x_hat")
+		mean := b.Div(b.Reduce(b.Mul(dxh, xh), 1, ir.RSum), float64(hd)).Named("mean_dot")
+		dx := b.Mul(b.Sub(dxh, b.Mul(xh, b.Col(mean))), b.Col(rr)).Named("dx")
+		dvv := b.Cast(b.Load(b.PtrAdd(dv, t.kvOffs), b.Col(t.isV), nil), ir.F32)
+		out := b.Where(b.Col(t.isV), dvv, dx)
+		b.Store(b.PtrAdd(dqkv, t.offs), b.Cast(out, c.DType("d_qkv")), b.Col(t.ok))
+		return []*ir.Value{dqw, dkw}
+	})
+	d := b.Arange(hd)
+	base := b.Mul(pid, 2*hd)
+	b.Store(b.PtrAdd(partials, b.Add(base, d)), acc[0], nil)
+	b.Store(b.PtrAdd(partials, b.Add(b.Add(base, hd), d)), acc[1], nil)
+}
+
+// qkNormDwKernel folds the partials in program order, one program for
+// d_q_weight and one for d_k_weight: the sums' bits do not depend on the
+// order in which the backward's programs ran.
+func qkNormDwKernel(b *ir.Builder, c *Call) {
+	partials := b.Param("partials", ir.F32)
+	dqw, dkw := b.Param("d_q_weight", ir.F32), b.Param("d_k_weight", ir.F32)
+	hd := c.Knob("HEAD_D")
+	which := b.ProgramID(0)
+	d := b.Arange(hd)
+	acc := b.For(0, qkParts(c), 1, []*ir.Value{b.Full(ir.F32, 0, hd).Named("dw")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {
+		at := b.Add(b.Mul(b.Add(b.Mul(p, 2), which), hd), d)
+		return []*ir.Value{b.Add(acc[0], b.Load(b.PtrAdd(partials, at), nil, nil))}
+	})
+	b.Store(b.PtrAdd(dqw, d), acc[0], b.Splat(b.Eq(which, 0), hd))
+	b.Store(b.PtrAdd(dkw, d), acc[0], b.Splat(b.Eq(which, 1), hd))
+}

@@ -1,0 +1,174 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/target"
+)
+
+func TestQKNormRefuses(t *testing.T) {
+	tg, _ := target.Lookup("gfx942")
+	for _, c := range []struct {
+		sh   Shape
+		want string
+	}{
+		{Shape{"B": 1, "S": 4, "HQ": 4, "HKV": 2, "D": 96}, "D (head_dim) must be 64 or 128"},
+		{Shape{"B": 1, "S": 4, "HQ": 6, "HKV": 4, "D": 64}, "HQ must be a multiple of HKV"},
+		{Shape{"B": 0, "S": 4, "HQ": 4, "HKV": 2, "D": 64}, "size B=0 must be positive"},
+		{Shape{"B": 1, "S": 4, "HQ": 4, "D": 64}, "size HKV missing"},
+	} {
+		for _, op := range []*Op{QKNormRope, QKNormRopeBwd} {
+			_, err := op.NewPlan(tg, c.sh, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s at %v: %v; want %q", op.Name, c.sh, err, c.want)
+			}
+		}
+	}
+}
+
+// qkCase is a small forward/backward problem with chosen tables.
+func qkCase(t *testing.T, op *Op, o Options, seed uint64) (*Call, map[string]*Tensor) {
+	t.Helper()
+	tg, _ := target.Lookup("sm_90")
+	c, err := op.NewCall(tg, Shape{"B": 1, "S": 2, "HQ": 2, "HKV": 1, "D": 64}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, Inputs(c, seed, false)
+}
+
+// The reference follows the op's stated semantics: with cos = 1, sin = 0
+// the output is the RMS-normalised head; with cos = 0, sin = 1 it is
+// rotate_half of it (concat(−n[D/2:], n[:D/2])), or the interleaved pairs.
+func TestQKReferenceSemantics(t *testing.T) {
+	for _, rope := range []string{"neox", "gptj"} {
+		c, in := qkCase(t, QKNormRope, Options{"rope": rope, "weight": "f32"}, 3)
+		d := c.Size("D")
+		for i := 0; i < d; i++ {
+			in["q_weight"].Set(i, 1)
+			in["k_weight"].Set(i, 1)
+		}
+		row := in["qkv"].Floats()[:d] // token 0, query head 0
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
+		}
+		r := 1 / math.Sqrt(ss/float64(d)+1e-6)
+		for _, tab := range []struct{ c, s float64 }{{1, 0}, {0, 1}} {
+			for i := 0; i < in["cos"].Elems(); i++ {
+				in["cos"].Set(i, tab.c)
+				in["sin"].Set(i, tab.s)
+			}
+			q := c.Op.Reference(c, in)["q"]
+			for i := 0; i < d; i++ {
+				want := float64(row[i]) * r
+				if tab.s == 1 {
+					switch {
+					case rope == "neox" && i < d/2:
+						want = -float64(row[i+d/2]) * r
+					case rope == "neox":
+						want = float64(row[i-d/2]) * r
+					case i%2 == 0:
+						want = -float64(row[i+1]) * r
+					default:
+						want = float64(row[i-1]) * r
+					}
+				}
+				if got := q.Float(i); math.Abs(got-want) > math.Abs(want)/128 {
+					t.Fatalf("%s, cos %v sin %v: q[%d] = %v; want %v", rope, tab.c, tab.s, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+// The backward reference is the gradient of the forward: against central
+// differences of a float64 forward written apart (no rounding), for
+// d_qkv and both weight gradients, with loss Σ dy·y.
+func TestQKBackwardIsTheGradient(t *testing.T) {
+	for _, o := range []Options{{}, {"rope": "gptj", "order": "sbhd"}} {
+		o["weight"], o["dx"] = "f32", "f32"
+		c, in := qkCase(t, QKNormRopeBwd, o, 9)
+		l := qkLayoutOf(c)
+		d := l.d
+		qkv := in["qkv"].Floats()
+		x := make([]float64, len(qkv))
+		for i, v := range qkv {
+			x[i] = float64(v)
+		}
+		w := [2][]float64{make([]float64, d), make([]float64, d)}
+		for i := 0; i < d; i++ {
+			w[0][i], w[1][i] = in["q_weight"].Float(i), in["k_weight"].Float(i)
+		}
+		// loss is Σ dy·y over q, k and v, in float64.
+		loss := func(x []float64, w [2][]float64) float64 {
+			var sum float64
+			for hr := 0; hr < l.rows; hr++ {
+				_, kind, pos, o := l.head(hr)
+				if kind == 2 { // v = x
+					for i := 0; i < d; i++ {
+						sum += in["dv"].Float(o+i) * x[hr*d+i]
+					}
+					continue
+				}
+				dy := in[[...]string{"dq", "dk"}[kind]]
+				head := x[hr*d : (hr+1)*d]
+				var ss float64
+				for _, v := range head {
+					ss += v * v
+				}
+				r := 1 / math.Sqrt(ss/float64(d)+1e-6)
+				n := make([]float64, d)
+				for i := range n {
+					n[i] = head[i] * r * w[kind][i]
+				}
+				for i := range n {
+					p, sign := partner(c, i, d, false)
+					y := n[i]*in["cos"].Float(pos*d+i) + sign*n[p]*in["sin"].Float(pos*d+i)
+					sum += dy.Float(o+i) * y
+				}
+			}
+			return sum
+		}
+		grad := func(v []float64, i int, f func() float64) float64 {
+			old := v[i]
+			h := 1e-4 * max(1, math.Abs(old))
+			v[i] = old + h
+			up := f()
+			v[i] = old - h
+			down := f()
+			v[i] = old
+			return (up - down) / (2 * h)
+		}
+		out := c.Op.Reference(c, in)
+		r := rand.New(rand.NewPCG(1, 1))
+		near := func(what string, got, want float64) {
+			if math.Abs(got-want) > 1e-3*max(1, math.Abs(want)) {
+				t.Errorf("%v: %s = %.6g; the numerical gradient is %.6g", o, what, got, want)
+			}
+		}
+		for range 40 {
+			i := r.IntN(len(x))
+			near("d_qkv", out["d_qkv"].Float(i), grad(x, i, func() float64 { return loss(x, w) }))
+		}
+		for k, name := range []string{"d_q_weight", "d_k_weight"} {
+			for range 8 {
+				i := r.IntN(d)
+				near(name, out[name].Float(i), grad(w[k], i, func() float64 { return loss(x, w) }))
+			}
+		}
+		// v's gradient is dv, copied.
+		for hr := 0; hr < l.rows; hr++ {
+			if _, kind, _, o := l.head(hr); kind == 2 {
+				for i := 0; i < d; i++ {
+					if out["d_qkv"].Float(hr*d+i) != in["dv"].Float(o+i) {
+						t.Fatalf("v row %d: d_qkv is not dv", hr)
+					}
+				}
+			}
+		}
+	}
+}
