@@ -143,6 +143,10 @@ type Op struct {
 	// Peers says bench/peers.py has this op's PyTorch versions (eager,
 	// torch.compile) to time beside it.
 	Peers bool
+	// Forward, on a backward op, is its forward: bench times the two at
+	// each shape and reports the training step, forward then backward,
+	// against the PyTorch chain's forward and backward.
+	Forward *Op
 	// Reference computes the outputs (scratch included) from the inputs in
 	// plain Go, sharing no code with the kernels.
 	Reference func(c *Call, in map[string]*Tensor) map[string]*Tensor

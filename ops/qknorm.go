@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -59,6 +60,7 @@ var qkOptions = []Option{
 	{Name: "rope", Doc: "RoPE pairing: neox (rotate-half) or gptj (interleaved)", Values: []string{"neox", "gptj"}, Default: "neox"},
 	{Name: "weight", Doc: "element type of q_weight and k_weight", Values: []string{"bf16", "f32"}, Default: "bf16"},
 	{Name: "eps", Doc: "RMSNorm's epsilon", Values: []string{"1e-6", "1e-5"}, Default: "1e-6"},
+	{Name: "angles", Doc: "RoPE's cos and sin: read from [S, D] tables, or computed in the kernel from inv_freq[D/2] (θ^(−2i/D)) and the position", Values: []string{"table", "theta"}, Default: "table"},
 }
 
 func qkEps(c *Call) float64 {
@@ -141,7 +143,7 @@ var qkTests = Tests{
 		{"B": 3, "S": 7, "HQ": 8, "HKV": 2, "D": 64},
 	},
 	GPU:     []Shape{{"B": 2, "S": 333, "HQ": 32, "HKV": 4, "D": 128}, {"B": 1, "S": 1001, "HQ": 64, "HKV": 8, "D": 64}},
-	Options: []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5"}},
+	Options: []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5"}, {"angles": "theta"}},
 	Odd:     Shape{"B": 2, "S": 5, "HQ": 4, "HKV": 2, "D": 64},
 	Wide:    Shape{"B": 8, "S": 32768, "HQ": 64, "HKV": 8, "D": 128},
 }
@@ -155,8 +157,9 @@ var qkBench = []Shape{
 var qkIn = []Arg{
 	{Name: "q_weight", DType: "{weight}", Shape: []expr.Expr{e("D")}, Role: Input, Doc: "RMSNorm weight of the query heads"},
 	{Name: "k_weight", DType: "{weight}", Shape: []expr.Expr{e("D")}, Role: Input, Doc: "RMSNorm weight of the key heads"},
-	{Name: "cos", DType: "f32", Shape: []expr.Expr{e("S"), e("D")}, Role: Input, Doc: "RoPE cos table by position"},
-	{Name: "sin", DType: "f32", Shape: []expr.Expr{e("S"), e("D")}, Role: Input, Doc: "RoPE sin table by position"},
+	{Name: "cos", DType: "f32", Shape: []expr.Expr{e("S"), e("D")}, Role: Input, When: "angles=table", Doc: "RoPE cos table by position"},
+	{Name: "sin", DType: "f32", Shape: []expr.Expr{e("S"), e("D")}, Role: Input, When: "angles=table", Doc: "RoPE sin table by position"},
+	{Name: "inv_freq", DType: "f32", Shape: []expr.Expr{e("D / 2")}, Role: Input, When: "angles=theta", Doc: "RoPE inverse frequencies θ^(−2i/D), i < D/2; angle = position · inv_freq"},
 }
 
 func qkTensors(lists ...[]Arg) []Arg {
@@ -190,14 +193,16 @@ var QKNormRope = register(&Op{
 	Bench:       qkBench,
 	Tests: func() Tests {
 		t := qkTests
-		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "round_norm": "true"}}
+		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "round_norm": "true"}, {"angles": "theta", "rope": "gptj"}}
 		return t
 	}(),
 	Goldens: []Variant{
 		{Name: "sbhd_gptj", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "round_norm": "true"}},
 		{Name: "d64", Shape: Shape{"B": 4, "S": 256, "HQ": 64, "HKV": 8, "D": 64}},
+		{Name: "theta", Options: Options{"angles": "theta"}},
 	},
 	FillInputs: qkInputs,
+	Validate:   qkValidate,
 	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkForward(c, in); return out },
 	Allowance:  func(c *Call, in map[string]*Tensor) map[string][]float64 { _, a := qkForward(c, in); return a },
 })
@@ -231,15 +236,18 @@ var QKNormRopeBwd = register(&Op{
 	Ceiling:     e("100"),
 	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
 	Bench:       qkBench,
+	Forward:     QKNormRope,
 	Tests: func() Tests {
 		t := qkTests
-		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}}
+		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}, {"angles": "theta"}}
 		return t
 	}(),
 	Goldens: []Variant{
 		{Name: "sbhd_gptj_f32", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "dx": "f32"}},
+		{Name: "theta", Options: Options{"angles": "theta"}},
 	},
 	FillInputs: qkInputs,
+	Validate:   qkValidate,
 	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkBackward(c, in); return out },
 	Allowance:  func(c *Call, in map[string]*Tensor) map[string][]float64 { _, a := qkBackward(c, in); return a },
 })
@@ -249,15 +257,17 @@ var QKNormRopeBwd = register(&Op{
 // values whose squares overflow f32, and of one NaN or Inf.
 func qkInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
 	sl, d := c.Size("S"), c.Size("D")
-	for s := 0; s < sl; s++ {
-		for i := 0; i < d; i++ {
-			k := i % (d / 2)
-			if c.Opt("rope") == "gptj" {
-				k = i / 2
+	if c.Opt("angles") == "theta" {
+		for k := 0; k < d/2; k++ {
+			in["inv_freq"].Set(k, math.Pow(10000, -2*float64(k)/float64(d)))
+		}
+	} else {
+		for s := 0; s < sl; s++ {
+			for i := 0; i < d; i++ {
+				ang := float64(s) * math.Pow(10000, -2*float64(pairOf(c, i, d))/float64(d))
+				in["cos"].Set(s*d+i, math.Cos(ang))
+				in["sin"].Set(s*d+i, math.Sin(ang))
 			}
-			ang := float64(s) * math.Pow(10000, -2*float64(k)/float64(d))
-			in["cos"].Set(s*d+i, math.Cos(ang))
-			in["sin"].Set(s*d+i, math.Sin(ang))
 		}
 	}
 	for _, w := range []string{"q_weight", "k_weight"} {
@@ -339,6 +349,47 @@ func partner(c *Call, i, d int, transposed bool) (int, float64) {
 
 func f32(x float64) float64 { return float64(float32(x)) }
 
+// pairOf is the frequency index of element i: rotate-half pairs i with
+// i ± D/2, the interleaved pairing 2k with 2k+1.
+func pairOf(c *Call, i, d int) int {
+	if c.Opt("rope") == "gptj" {
+		return i / 2
+	}
+	return i % (d / 2)
+}
+
+// trig is cos and sin of element i at position pos: from the tables, or
+// of the f32 angle pos · inv_freq[pair] (angles=theta), rounded to f32.
+func trig(c *Call, in map[string]*Tensor, pos, i, d int) (float64, float64) {
+	if c.Opt("angles") == "theta" {
+		ang := f32(float64(pos) * in["inv_freq"].Float(pairOf(c, i, d)))
+		return f32(math.Cos(ang)), f32(math.Sin(ang))
+	}
+	return in["cos"].Float(pos*d + i), in["sin"].Float(pos*d + i)
+}
+
+// maxTheta bounds positions with angles=theta: with inv_freq ≤ 1 the
+// angles stay below 10^5, where the kernels' reduction is exact.
+const maxThetaPos = 65536
+
+// qkValidate: with angles=theta, positions below 65536 and inverse
+// frequencies in [0, 1].
+func qkValidate(c *Call, in map[string]*Tensor) error {
+	if c.Opt("angles") != "theta" {
+		return nil
+	}
+	if s := c.Size("S"); s > maxThetaPos {
+		return fmt.Errorf("angles=theta: S=%d; positions must stay below %d (use the tables)", s, maxThetaPos)
+	}
+	f := in["inv_freq"]
+	for i := 0; i < f.Elems(); i++ {
+		if v := f.Float(i); !(v >= 0 && v <= 1) {
+			return fmt.Errorf("inv_freq[%d] = %v: want a value in [0, 1]", i, v)
+		}
+	}
+	return nil
+}
+
 // rrms is the reference 1/sqrt(mean(t²) + eps): squares and the mean
 // rounded to f32 as the kernels round them, the sum in float64.
 func rrms(c *Call, t []float64) float64 {
@@ -359,7 +410,7 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][
 	for _, n := range []string{"q", "k", "v"} {
 		allow[n] = make([]float64, out[n].Elems())
 	}
-	x, cs, sn := in["qkv"], in["cos"], in["sin"]
+	x := in["qkv"]
 	t, n := make([]float64, l.d), make([]float64, l.d)
 	for hr := 0; hr < l.rows; hr++ {
 		_, kind, pos, o := l.head(hr)
@@ -383,7 +434,8 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][
 		}
 		for i := range n {
 			p, sign := partner(c, i, l.d, false)
-			a, b := f32(n[i]*cs.Float(pos*l.d+i)), f32(sign*n[p]*sn.Float(pos*l.d+i))
+			cs, sn := trig(c, in, pos, i, l.d)
+			a, b := f32(n[i]*cs), f32(sign*n[p]*sn)
 			out[name].SetBits(o+i, uint64(refnum.BF16(float32(a+b))))
 			allow[name][o+i] = qkSlack(c) * (math.Abs(a) + math.Abs(b))
 		}
@@ -407,7 +459,7 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 	out := Tensors(c.SpecsOf(Output))
 	dx := out["d_qkv"]
 	allow := map[string][]float64{"d_qkv": make([]float64, dx.Elems()), "d_q_weight": make([]float64, l.d), "d_k_weight": make([]float64, l.d)}
-	x, cs, sn := in["qkv"], in["cos"], in["sin"]
+	x := in["qkv"]
 	dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 	dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 	t, xh, dy, dn := make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d)
@@ -430,7 +482,9 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 		}
 		for i := range dn {
 			p, sign := partner(c, i, l.d, true)
-			dn[i] = f32(f32(dy[i]*cs.Float(pos*l.d+i)) + sign*f32(dy[p]*sn.Float(pos*l.d+p)))
+			cs, _ := trig(c, in, pos, i, l.d)
+			_, sn := trig(c, in, pos, p, l.d)
+			dn[i] = f32(f32(dy[i]*cs) + sign*f32(dy[p]*sn))
 			g := f32(dn[i] * xh[i])
 			dw[kind][i] += g
 			dwAbs[kind][i] += math.Abs(g)

@@ -1,6 +1,10 @@
 package ops
 
-import "github.com/fp8gen/fp8gen/ir"
+import (
+	"math"
+
+	"github.com/fp8gen/fp8gen/ir"
+)
 
 // The QK-norm kernels, in the DSL. A program takes ROWS head rows of the
 // packed qkv viewed as [tokens · (HQ + 2·HKV), D]: consecutive rows are
@@ -68,14 +72,18 @@ func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
 	return b.Rsqrt(b.Add(b.Div(ss, float64(c.Knob("HEAD_D"))), qkEps(c))).Named("rrms")
 }
 
-// qkParams are the parameters every QK-norm kernel reads.
-type qkParams struct{ qw, kw, cos, sin *ir.Value }
+// qkParams are the parameters every QK-norm kernel reads: the weights,
+// and the cos and sin tables or (angles=theta) the inverse frequencies.
+type qkParams struct{ qw, kw, cos, sin, invFreq *ir.Value }
 
 func qkParamsOf(b *ir.Builder, c *Call) qkParams {
-	return qkParams{
-		qw: b.Param("q_weight", c.DType("q_weight")), kw: b.Param("k_weight", c.DType("k_weight")),
-		cos: b.Param("cos", ir.F32), sin: b.Param("sin", ir.F32),
+	p := qkParams{qw: b.Param("q_weight", c.DType("q_weight")), kw: b.Param("k_weight", c.DType("k_weight"))}
+	if c.Opt("angles") == "theta" {
+		p.invFreq = b.Param("inv_freq", ir.F32)
+	} else {
+		p.cos, p.sin = b.Param("cos", ir.F32), b.Param("sin", ir.F32)
 	}
+	return p
 }
 
 // weights is the row's norm weight: q_weight for query rows, k_weight
@@ -86,13 +94,62 @@ func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
 	return b.Where(b.Col(t.isQ), b.Row(qw), b.Row(kw)).Named("w")
 }
 
-// tables loads cos and sin at each row's position.
+// tables is cos and sin at each row's position: loaded from the tables,
+// or (angles=theta) computed from the angle pos · inv_freq[pair].
 func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
-	offs := b.Add(b.Mul(b.Col(t.pos), c.Knob("HEAD_D")), b.Row(t.d)).Named("pos_offs")
+	hd := c.Knob("HEAD_D")
+	if p.invFreq != nil {
+		pair := b.Rem(t.d, hd/2) // rotate-half: d pairs with d ± D/2
+		if c.Opt("rope") == "gptj" {
+			pair = b.Div(t.d, 2)
+		}
+		f := b.Load(b.PtrAdd(p.invFreq, pair), nil, nil).Named("inv_freq")
+		pos := b.Cast(b.Cast(t.pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
+		sn, cs = sincos(b, b.Mul(b.Col(pos), b.Row(f)).Named("angle"))
+		return cs, sn
+	}
+	offs := b.Add(b.Mul(b.Col(t.pos), hd), b.Row(t.d)).Named("pos_offs")
 	m := b.Col(t.ok)
 	cs = b.Load(b.PtrAdd(p.cos, offs), m, nil).Named("cos")
 	sn = b.Load(b.PtrAdd(p.sin, offs), m, nil).Named("sin")
 	return cs, sn
+}
+
+// The parts of π/4 for the reduction: the first three short enough (7
+// significant bits) that j·part is exact for octants j < 2^17 (angles
+// below 10^5), the fourth what is left (2.7·10^-15 short of π/4).
+const (
+	quarterPi1 = 0.78125
+	quarterPi2 = 0x1.0cp-8
+	quarterPi3 = 0x1.ecp-15
+	quarterPi4 = 0x1.5110b4p-23
+)
+
+// sincos is sin x and cos x for 0 ≤ x < 10^5 in plain f32 operations, so
+// that every back end computes the same bits (no library sinf, whose bits
+// differ between vendors): the even octant j nearest above ⌊x·4/π⌋, the
+// reduced r = x − j·π/4 in three exact-ish steps (Cody and Waite), Taylor
+// polynomials on |r| ≤ π/4 (truncation below 2·10^-9), and the quadrant
+// j/2 mod 4 picking and signing them.
+func sincos(b *ir.Builder, x *ir.Value) (sin, cos *ir.Value) {
+	j := b.Cast(b.Mul(x, 4/math.Pi), ir.I32)
+	j = b.Add(j, b.And(j, 1)).Named("octant")
+	jf := b.Cast(j, ir.F32)
+	r := b.Sub(b.Sub(b.Sub(b.Sub(x, b.Mul(jf, quarterPi1)), b.Mul(jf, quarterPi2)), b.Mul(jf, quarterPi3)), b.Mul(jf, quarterPi4)).Named("r")
+	r2 := b.Mul(r, r)
+	// sin r = r + r·r²·(−1/3! + r²·(1/5! + r²·(−1/7! + r²/9!)))
+	ps := b.Add(-1.0/6, b.Mul(r2, b.Add(1.0/120, b.Mul(r2, b.Add(-1.0/5040, b.Mul(r2, 1.0/362880))))))
+	sr := b.Add(r, b.Mul(b.Mul(r, r2), ps)).Named("sin_r")
+	// cos r = 1 − r²/2 + r⁴·(1/4! + r²·(−1/6! + r²·(1/8! − r²/10!)))
+	pc := b.Add(1.0/24, b.Mul(r2, b.Add(-1.0/720, b.Mul(r2, b.Add(1.0/40320, b.Mul(r2, -1.0/3628800))))))
+	cr := b.Add(b.Sub(1.0, b.Mul(r2, 0.5)), b.Mul(b.Mul(r2, r2), pc)).Named("cos_r")
+	q := b.And(b.Shr(j, 1), 3).Named("quadrant")
+	pick := func(v0, v1, v2, v3 *ir.Value) *ir.Value {
+		return b.Where(b.Eq(q, 0), v0, b.Where(b.Eq(q, 1), v1, b.Where(b.Eq(q, 2), v2, v3)))
+	}
+	sin = pick(sr, cr, b.Neg(sr), b.Neg(cr)).Named("sin")
+	cos = pick(cr, b.Neg(sr), b.Neg(cr), sr).Named("cos")
+	return sin, cos
 }
 
 // rotated is each element's RoPE partner, signed: rotate-half pairs d with

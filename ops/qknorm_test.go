@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fp8gen/fp8gen/internal/captest"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -169,6 +173,87 @@ func TestQKBackwardIsTheGradient(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// sincos, the kernels' own f32 sine and cosine, is within 2 f32 ulps of
+// float64's (and 2^-23 absolute near zeros) over every angle
+// angles=theta allows, at random points and at multiples of π/4 ± a few
+// ulps, where the reduction switches octants.
+func TestSinCos(t *testing.T) {
+	const n = 1 << 14
+	tg, _ := target.Lookup("sm_90")
+	b := ir.NewBuilder("sincos", tg)
+	x, s, c := b.Param("x", ir.F32), b.Param("s", ir.F32), b.Param("c", ir.F32)
+	offs := b.Add(b.Mul(b.ProgramID(0), 1024), b.Arange(1024))
+	sn, cs := sincos(b, b.Load(b.PtrAdd(x, offs), nil, nil))
+	b.Store(b.PtrAdd(s, offs), sn, nil)
+	b.Store(b.PtrAdd(c, offs), cs, nil)
+	f, err := b.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lower.Run(f, &lower.Config{Warps: 4}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	xs := make([]float32, n)
+	for i := range xs {
+		switch i % 4 {
+		case 0:
+			xs[i] = float32(r.Float64() * 1e5)
+		case 1:
+			xs[i] = float32(r.Float64() * 10)
+		default:
+			k := float32(r.IntN(1 << 17))
+			xs[i] = k * math.Pi / 4
+			for range r.IntN(5) {
+				xs[i] = math.Nextafter32(xs[i], float32(2*(i%2)-1)*float32(math.Inf(1)))
+			}
+		}
+	}
+	xb, sb, cb := captest.F32s(xs), make([]byte, 4*n), make([]byte, 4*n)
+	if err := interp.Launch(f, [3]int{n / 1024, 1, 1}, []any{xb, sb, cb}); err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for i, v := range xs {
+		for k, got := range []float32{captest.GetF32(sb, i), captest.GetF32(cb, i)} {
+			want := [...]func(float64) float64{math.Sin, math.Cos}[k](float64(v))
+			ulp := math.Max(math.Abs(want), 0.25) * 0x1p-23 // f32's spacing, floored near zero
+			if d := math.Abs(float64(got)-want) / ulp; d > worst {
+				worst = d
+			}
+			if d := math.Abs(float64(got) - want); d > 2*ulp {
+				t.Fatalf("%s(%v) = %v; float64 gives %v (%.1f ulps)", [...]string{"sin", "cos"}[k], v, got, want, d/ulp)
+			}
+		}
+	}
+	t.Logf("worst error %.2f ulps over %d angles", worst, n)
+}
+
+func TestQKThetaRefuses(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	for _, c := range []struct {
+		sh   Shape
+		bad  float64
+		want string
+	}{
+		{Shape{"B": 1, "S": maxThetaPos + 1, "HQ": 1, "HKV": 1, "D": 64}, 0, "S=65537; positions must stay below 65536"},
+		{Shape{"B": 1, "S": 4, "HQ": 1, "HKV": 1, "D": 64}, 2, "inv_freq[3] = 2: want a value in [0, 1]"},
+		{Shape{"B": 1, "S": 4, "HQ": 1, "HKV": 1, "D": 64}, math.NaN(), "inv_freq[3] = NaN"},
+	} {
+		call, err := QKNormRope.NewCall(tg, c.sh, Options{"angles": "theta"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Inputs(call, 1, false)
+		if c.bad != 0 {
+			in["inv_freq"].Set(3, c.bad)
+		}
+		if err := call.CheckInputs(in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.sh, err, c.want)
 		}
 	}
 }

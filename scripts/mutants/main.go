@@ -87,6 +87,14 @@ var mutants = []mutant{
 		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope_bwd/",
 		reason: "the weight-gradient fold skips the first program's partial sums",
 	},
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    `cos = pick(cr, b.Neg(sr), b.Neg(cr), sr).Named("cos")`,
+		new:    `cos = pick(cr, sr, b.Neg(cr), b.Neg(sr)).Named("cos")`,
+		pkgs:   []string{"./ops"},
+		tests:  "TestSinCos",
+		reason: "the in-kernel cosine takes the wrong sign in the second and fourth quadrants",
+	},
 	// ops, export, launch: variants, manifests and the launcher's checks.
 	{
 		file:   "ops/op.go",
