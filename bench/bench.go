@@ -18,8 +18,12 @@
 // bench/peers.py needs python3 with torch (and, for its timing, triton) on
 // the GPU machine; Go is not needed there:
 //
-//	python3 bench/peers.py --ops rowwise_cast,tensorwise_cast,colwise_cast \
-//		--shapes 8192x8192,16384x8192 --fp8 e4m3fn --out peers.json [--check]
+//	python3 bench/peers.py --jobs jobs.json --out peers.json [--check]
+//
+// where jobs.json lists the op, shape, sizes, options, FP8 format and
+// ideal bytes of each case (fp8gen bench writes it). It times each op
+// eager, under torch.compile and under torch.compile(mode=
+// "max-autotune-no-cudagraphs") (ImplCompiled, ImplAutotune).
 //
 // It writes its rows after every measurement, so a crash keeps what was
 // measured; a peer that fails (torch.compile cannot build e4m3fnuz on
@@ -42,7 +46,8 @@ import (
 const (
 	ImplFP8Gen   = "fp8gen"
 	ImplEager    = "eager"
-	ImplCompiled = "compiled"
+	ImplCompiled = "compiled" // torch.compile, the default mode
+	ImplAutotune = "autotune" // torch.compile(mode="max-autotune-no-cudagraphs")
 	ImplCopy     = "copy"
 )
 
@@ -51,7 +56,7 @@ const (
 type Row struct {
 	Op    string `json:"op"`    // "rowwise_cast"
 	Shape string `json:"shape"` // "8192x8192", M x K
-	Impl  string `json:"impl"`  // ImplFP8Gen, ImplEager, ImplCompiled or ImplCopy
+	Impl  string `json:"impl"`  // ImplFP8Gen, ImplEager, ImplCompiled, ImplAutotune or ImplCopy
 
 	TimeUS float64 `json:"time_us"` // median time of one launch, microseconds
 	// Bytes is the ideal traffic of the op: the input read once and the
@@ -184,12 +189,13 @@ func Table(rows []Row) string {
 	rows = slices.Clone(rows)
 	FillPctCopy(rows)
 	var b strings.Builder
-	b.WriteString("| op | shape | fp8gen µs | GB/s | % copy | % ceiling | eager µs | compiled µs | vs eager | vs compiled |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| op | shape | fp8gen µs | GB/s | % copy | % ceiling | eager µs | compiled µs | autotune µs | vs eager | vs compiled | vs autotune |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, g := range groups(rows) {
 		f, fok := g.impl[ImplFP8Gen]
 		e, eok := g.impl[ImplEager]
 		c, cok := g.impl[ImplCompiled]
+		a, aok := g.impl[ImplAutotune]
 		cols := []string{
 			g.op, g.shape,
 			cell(f, fok, f.TimeUS, "%.1f"),
@@ -198,8 +204,10 @@ func Table(rows []Row) string {
 			cell(f, fok && f.PctCeiling > 0, f.PctCeiling, "%.1f"),
 			cell(e, eok, e.TimeUS, "%.1f"),
 			cell(c, cok, c.TimeUS, "%.1f"),
+			cell(a, aok, a.TimeUS, "%.1f"),
 			speedup(f, fok, e, eok),
 			speedup(f, fok, c, cok),
+			speedup(f, fok, a, aok),
 		}
 		b.WriteString("| " + strings.Join(cols, " | ") + " |\n")
 	}

@@ -16,6 +16,7 @@ func sample() []Row {
 	return []Row{
 		{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplEager, TimeUS: 400, Bytes: 201359360, GBPerS: 503.4, PctCopy: 12.5, GPU: gpu, Date: date, Torch: "2.11.0"},
 		{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplCompiled, TimeUS: 90, Bytes: 201359360, GBPerS: 2237.3, PctCopy: 55.5, GPU: gpu, Date: date, CompileMode: "default"},
+		{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplAutotune, TimeUS: 75, Bytes: 201359360, GBPerS: 2684.8, PctCopy: 66.7, GPU: gpu, Date: date, CompileMode: "max-autotune-no-cudagraphs"},
 		{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplCopy, TimeUS: 50, Bytes: 201359360, GBPerS: 4027.2, PctCopy: 100, GPU: gpu, Date: date},
 		{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplFP8Gen, TimeUS: 60, Bytes: 201359360, GBPerS: 3356.0, PctCeiling: 69.9, GPU: gpu, Date: date},
 		{Op: "colwise_cast", Shape: "16384x8192", Impl: ImplEager, TimeUS: 1000, GBPerS: 400, PctCopy: 10, GPU: gpu, Date: date},
@@ -74,11 +75,11 @@ func TestTable(t *testing.T) {
 		t.Fatalf("want header, rule and 2 lines, got %d lines", len(lines))
 	}
 	want := []string{
-		// fp8gen 60 µs vs eager 400 µs and compiled 90 µs; % copy filled
-		// in from the copy row: 3356/4027.2.
-		"| rowwise_cast | 8192x8192 | 60.0 | 3356 | 83.3 | 69.9 | 400.0 | 90.0 | 6.67× | 1.50× |",
-		// 1000/250 = 4×; compiled failed; no copy row, no ceiling.
-		"| colwise_cast | 16384x8192 | 250.0 | 1600 | — | — | 1000.0 | error | 4.00× | — |",
+		// fp8gen 60 µs vs eager 400 µs, compiled 90 µs and autotune 75 µs;
+		// % copy filled in from the copy row: 3356/4027.2.
+		"| rowwise_cast | 8192x8192 | 60.0 | 3356 | 83.3 | 69.9 | 400.0 | 90.0 | 75.0 | 6.67× | 1.50× | 1.25× |",
+		// 1000/250 = 4×; compiled failed, autotune not run; no copy row, no ceiling.
+		"| colwise_cast | 16384x8192 | 250.0 | 1600 | — | — | 1000.0 | error | — | 4.00× | — | — |",
 	}
 	for i, w := range want {
 		if lines[2+i] != w {
@@ -91,7 +92,7 @@ func TestTable(t *testing.T) {
 }
 
 func TestTableLastRowWins(t *testing.T) {
-	rows := sample()[:4]
+	rows := sample()[:5]
 	rows = append(rows, Row{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplFP8Gen, TimeUS: 45, GBPerS: 4474})
 	if table := Table(rows); !strings.Contains(table, "| 45.0 |") || !strings.Contains(table, "| 2.00× |") {
 		t.Errorf("the later fp8gen row should count:\n%s", table)
@@ -101,14 +102,14 @@ func TestTableLastRowWins(t *testing.T) {
 func TestFillPctCopy(t *testing.T) {
 	rows := sample()
 	FillPctCopy(rows)
-	if got := rows[3].PctCopy; got < 83.3 || got > 83.4 {
+	if got := rows[4].PctCopy; got < 83.3 || got > 83.4 {
 		t.Errorf("fp8gen PctCopy = %v, want 100*3356/4027.2", got)
 	}
 	if rows[0].PctCopy != 12.5 {
 		t.Errorf("FillPctCopy overwrote a measured PctCopy: %v", rows[0].PctCopy)
 	}
-	if rows[6].PctCopy != 0 {
-		t.Errorf("PctCopy without a copy row = %v, want 0", rows[6].PctCopy)
+	if rows[7].PctCopy != 0 {
+		t.Errorf("PctCopy without a copy row = %v, want 0", rows[7].PctCopy)
 	}
 }
 

@@ -1,23 +1,144 @@
 #!/usr/bin/env python3
-"""Time the PyTorch peers of fp8gen's FP8 quantization kernels on the GPU.
+"""Time the PyTorch peers of fp8gen's kernels on the GPU.
 
-For each op and shape (M x K, a bf16 input of normal random data times 3,
-made afresh for each shape) this times
+For each job (an op at one shape with one set of option values) this times
 
-  eager     the plain chain of PyTorch ops a user would write (OPS below),
-  compiled  torch.compile of the same Python function,
-  copy      dst.copy_(src) of a uint8 buffer, moving the same bytes as the
-            op ideally moves: the memory-bandwidth ceiling for the shape,
+  copy      dst.copy_(src) of a uint8 buffer moving the job's ideal bytes
+            (read + written): the memory-bandwidth ceiling for the job,
+  eager     the plain chain of PyTorch ops a user writes (f32 maths),
+  compiled  torch.compile of it, mode "default",
+  autotune  torch.compile of it, mode "max-autotune-no-cudagraphs",
 
-and writes a JSON list of rows (the form of fp8gen's Go package bench):
-op, shape, impl, time_us, bytes, gb_per_s, pct_copy, gpu, date, torch, ...
+and writes a JSON list of rows in the form of fp8gen's Go package bench.
 
-Ideal bytes of an op: x read once (2*M*K) + fp8 output written once (M*K)
-+ fp32 inverse scales (4*M, 4*K or 4). gb_per_s = bytes / time, and
-pct_copy = 100 * gb_per_s / the copy's gb_per_s for the same byte count.
+Usage
+-----
+  python3 bench/peers.py --jobs JOBS.json --out OUT.json
+      [--compile-modes default,max-autotune-no-cudagraphs] [--rep-ms 200] [--check]
+
+JOBS.json is a JSON list of jobs, each
+
+  {"op": "rowwise_cast", "shape": "8192x8192", "sizes": {"M": 8192, "K": 8192},
+   "options": {"fp8": "e4m3", "in": "bf16", "pow2": "false"},
+   "fp8": "e4m3fn", "ideal_bytes": 201359360}
+
+  op           one of the ops below
+  shape        an opaque label, copied into every row of the job
+  sizes        the op's named sizes, every one of them, each an int >= 1
+  options      the op's option values as strings (fp8gen gives them all,
+               defaults filled in); a missing one takes its default
+  fp8          the torch FP8 format of the op's FP8 family on the target
+               (e4m3fn, e5m2; e4m3fnuz, e5m2fnuz on the MI300X), or null for
+               the ops without FP8. The flavour (fnuz or not) is taken from
+               it, the family from the fp8 option, so the target's e4m3 name
+               serves for an e5m2 job too. Rows carry the format used.
+  ideal_bytes  the bytes the op ideally moves (inputs read once, outputs
+               written once; for qk_norm_rope_bwd those of the training
+               step, its forward's and its own), computed by fp8gen: used
+               as given, never recomputed here (a mismatch with this
+               script's own count is only logged)
+
+Every job is checked before the GPU is touched. A malformed file or job
+(wrong JSON types, a size or ideal_bytes < 1, an FP8 op without fp8, HQ not
+a multiple of HKV, an odd D) exits with status 2 and a message naming the
+job, and nothing is timed. A well-formed job naming what this script does
+not know (an op, size, option, option value or FP8 format: fp8gen moved on)
+gets error rows saying so, and the run goes on.
+
+The old form still works for the three casts, with default options:
 
   python3 bench/peers.py --ops rowwise_cast,tensorwise_cast,colwise_cast \\
       --shapes 8192x8192,16384x8192 --fp8 e4m3fn --out peers.json [--check]
+
+Rows
+----
+OUT.json is rewritten (atomically) after every row, so a crash keeps what
+was measured. Each row holds op, shape, impl (copy, eager, compiled or
+autotune), time_us (median of one call, null on failure), bytes (the job's
+ideal bytes; for copy rows the bytes copied, read and written counted both),
+gb_per_s (bytes / time), pct_copy (gb_per_s as a percentage of the job's copy
+row), gpu, date, torch, fp8 and options; compiled and autotune rows also
+compile_mode; a failed measurement has error (the run goes on); with --check
+the compiled and autotune rows have check (their outputs against eager's,
+bit for bit); a row may have a note.
+
+Method
+------
+Inputs are deterministic seeded random data (the seed from the job's op,
+label, sizes and options), made once per job, with enough copies of the
+whole input set that cycling through them moves more than twice the L2 (as
+the device reports it, else 50 MiB) between repetitions, so no repetition is
+served from L2. Each measurement is the median of calls over --rep-ms
+milliseconds, timed with triton.testing.do_bench where triton imports, else
+with CUDA events. Every compile is fresh (torch._dynamo.reset(),
+dynamic=False: specialised to the shape, as fp8gen's kernels are). Each
+peer, eager or compiled, is run once and its outputs' shapes and dtypes
+checked against the op's before it is timed (a mismatch is an error row).
+
+The peers
+---------
+The casts (options in = bf16|f32, fp8 = e4m3|e5m2, pow2 = false|true):
+
+  scale     = fp8_max / max(amax, 1e-12)      (pow2: 2^floor(log2(scale)))
+  q         = fp8(clamp(x * scale, -fp8_max, fp8_max))
+  inv_scale = 1 / scale
+
+  rowwise_cast         x[M,K] -> q[M,K], inv_scale[M]: amax per row.
+  tensorwise_cast      x[M,K] -> q[M,K], inv_scale[] (0-d): one amax.
+  colwise_cast         x[M,K] -> qt[K,M] (cast, then .t().contiguous()),
+                       inv_scale[K]: amax per column.
+  expert_colwise_cast  w[E,K,N] -> q[E,K,N] (layout=kn) or qt[E,N,K]
+                       (layout=nk: .transpose(1, 2).contiguous()),
+                       inv_scale[E,N]: amax over K per expert and column.
+  grouped_colwise_cast x[T,K], offsets[E] (int32 cumulative group ends, on
+                       the device) -> qt[K,T], inv_scale[E,K]: amax per token
+                       group and column. Random group sizes summing to T, one
+                       group empty where E >= 3. eager is what users write
+                       today: offsets.tolist() (a host sync every call) and a
+                       loop over the groups. That loop cannot be compiled
+                       without graph breaks, so compiled and autotune time a
+                       device-only formulation instead: each row's group by
+                       torch.searchsorted, the amaxes by scatter_reduce(amax).
+
+QK-norm + RoPE (options order = bshd|sbhd, rope = neox|gptj, weight =
+bf16|f32, eps = 1e-6|1e-5, angles = table|theta):
+
+  qk_norm_rope         qkv[B,S,(HQ+2*HKV)*D] bf16 ([S,B,...] with sbhd),
+                       q_weight, k_weight[D] (weight type), and cos, sin[S,D]
+                       f32 (angles=table) or inv_freq[D/2] f32 (angles=theta:
+                       the peer makes cos and sin of position * inv_freq, as
+                       rotary embeddings do in each forward) ->
+                       q[B,S,HQ,D], k, v[B,S,HKV,D] bf16 contiguous. qkv is
+                       split as Megatron packs it (viewed [..., HKV, G+2, D]:
+                       per KV group G = HQ/HKV query heads, then k, then v),
+                       q and k RMS-normalised in f32 (t * rsqrt(mean(t^2) +
+                       eps) * w), rounded to bf16 and back with
+                       round_norm=true, and rotated (neox: rotate-half, gptj:
+                       interleaved pairs) with cos, sin by position s; v is
+                       copied.
+  qk_norm_rope_bwd     the training step: that forward (round_norm=false)
+                       with qkv and the weights requiring grad, then
+                       torch.autograd.grad of (q, k, v) with (dq, dk, dv),
+                       taking (qkv, q_weight, k_weight, cos, sin | inv_freq,
+                       dq, dk, dv) -> d_qkv (cast to the dx option's type,
+                       bf16|f32), d_q_weight, d_k_weight (cast to f32, as
+                       fp8gen writes them). Its ideal_bytes are the training
+                       step's: the forward's (qkv, weights, angles read; q,
+                       k, v written) plus the backward's (qkv, weights,
+                       angles, dq, dk, dv read; d_qkv and the weight
+                       gradients written), set against fp8gen's forward plus
+                       backward kernels. compiled and autotune compile the
+                       forward chain with torch.compile (AOTAutograd compiles
+                       its backward with it, as for any compiled module) and
+                       call torch.autograd.grad outside it: under a
+                       torch.compile of the whole step Dynamo (by default)
+                       graph-breaks at torch.autograd.grad anyway, and
+                       resuming there can lose the gradient edges of tensors
+                       made inside the compiled region (pytorch#185829).
+
+Inputs: activations randn (times 3 for the casts), weights 1 + 0.1*randn,
+inv_freq = 10000^(-2i/D), cos and sin of s * inv_freq[i] with i the pair
+index of each column.
 """
 
 import argparse
@@ -26,85 +147,646 @@ import itertools
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import traceback
+import zlib
 
-import torch
+# torch (and triton) are imported by main(), not here, so that the job
+# handling below imports and tests on a machine without them.
+torch = None
+do_bench = None
 
-try:
-    from triton.testing import do_bench
-except ImportError:  # no triton: time with our own CUDA event loop
-    do_bench = None
-
-EPS = 1e-12  # amax floor, so an all-zero row gets a finite scale
-L2_BYTES = 50 * 2**20  # H200 L2; inputs are rotated to exceed twice this
+EPS = 1e-12  # amax floor, so an all-zero group gets a finite scale
+L2_BYTES = 50 * 2**20  # H200 L2 if the device does not say; inputs rotate past twice this
 MAX_COPIES = 64
 
-FP8_DTYPES = {
-    "e4m3fn": torch.float8_e4m3fn,
-    "e4m3fnuz": torch.float8_e4m3fnuz,
-    "e5m2": torch.float8_e5m2,
-    "e5m2fnuz": torch.float8_e5m2fnuz,
-}
+# torch.compile mode -> the row's impl.
+COMPILE_MODES = {"default": "compiled", "max-autotune-no-cudagraphs": "autotune"}
+DEFAULT_MODES = ",".join(COMPILE_MODES)
+
+FP8_NAMES = ("e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz")
+
+# Bytes per element of the dtypes in the specs below (torch's names).
+DTYPE_BYTES = {"bfloat16": 2, "float32": 4, "int32": 4, "uint8": 1,
+               **{"float8_" + n: 1 for n in FP8_NAMES}}
+SHORT_DTYPES = {"bf16": "bfloat16", "f32": "float32"}
 
 
 def log(*args):
     print(*args, flush=True)
 
 
-# ---- the ops: what a user writes in PyTorch, fp32 math ----
+# ---- the ops' contract: sizes, options (first value the default) ----
 
 
-def make_ops(fp8, fmax):
-    """Return {op name: function of x}, each returning (fp8 output, inv_scale)."""
+class OpSpec:
+    def __init__(self, sizes, options, fp8):
+        self.sizes = sizes  # names, in the op's order
+        self.options = options  # name -> allowed values, the default first
+        self.fp8 = fp8  # whether the op writes FP8 (needs the job's fp8)
+
+
+CAST_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "pow2": ("false", "true")}
+QK_OPTIONS = {"order": ("bshd", "sbhd"), "rope": ("neox", "gptj"), "weight": ("bf16", "f32"),
+              "eps": ("1e-6", "1e-5"), "angles": ("table", "theta")}
+
+OPS = {
+    "rowwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
+    "tensorwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
+    "colwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
+    "expert_colwise_cast": OpSpec(("E", "K", "N"), {**CAST_OPTIONS, "layout": ("kn", "nk")}, True),
+    "grouped_colwise_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
+    "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
+    "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
+}
+LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
+
+
+# ---- jobs: parsing and validation (no torch) ----
+
+
+class JobError(ValueError):
+    """A job (or the jobs file) that breaks the contract above."""
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def resolve_fp8(family, target):
+    """The torch FP8 format name for an option family, given the target's name.
+
+    The target's name fixes the flavour (fnuz or not), the option the family:
+    e4m3 on an e4m3fn target is e4m3fn, e5m2 there is e5m2, e5m2 on an
+    e4m3fnuz target is e5m2fnuz.
+    """
+    if target not in FP8_NAMES:
+        raise JobError(f"fp8 {target!r} is not one of {', '.join(FP8_NAMES)}")
+    fnuz = target.endswith("fnuz")
+    if family == "e4m3":
+        return "e4m3fnuz" if fnuz else "e4m3fn"
+    return "e5m2fnuz" if fnuz else "e5m2"
+
+
+def validate_job(obj, index):
+    """A job as read from JSON -> its normalised form, or JobError.
+
+    A malformed job (wrong JSON types, sizes < 1, bad ideal_bytes, an FP8 op
+    without fp8, HQ not a multiple of HKV) is an error. A well-formed job
+    that names what this script does not know (an op, a size, an option or
+    value, an FP8 format: fp8gen moved on) is kept with "unsupported" set to
+    the reason, so that its rows say so and the rest of the run goes on.
+    """
+    if not isinstance(obj, dict):
+        raise JobError(f"job {index}: not a JSON object")
+    op, shape = obj.get("op"), obj.get("shape")
+    if not isinstance(op, str) or not op:
+        raise JobError(f"job {index}: op must be a non-empty string")
+    if not isinstance(shape, str) or not shape:
+        raise JobError(f"job {index} ({op}): shape must be a non-empty string label")
+    where = f"job {index} ({op} {shape})"
+    sizes, options = obj.get("sizes"), obj.get("options", {})
+    if not isinstance(sizes, dict) or not all(is_int(v) and v >= 1 for v in sizes.values()):
+        raise JobError(f"{where}: sizes must be an object of integers >= 1, got {sizes!r}")
+    if not isinstance(options, dict) or not all(isinstance(v, str) for v in options.values()):
+        raise JobError(f"{where}: options must be an object of strings, got {options!r}")
+    fp8, ideal = obj.get("fp8"), obj.get("ideal_bytes")
+    if fp8 is not None and not isinstance(fp8, str):
+        raise JobError(f"{where}: fp8 must be a string or null, got {fp8!r}")
+    if not is_int(ideal) or ideal < 1:
+        raise JobError(f"{where}: ideal_bytes = {ideal!r} is not an integer >= 1")
+    job = {"index": index, "op": op, "shape": shape, "sizes": dict(sizes), "options": dict(options),
+           "fp8": fp8 if fp8 in FP8_NAMES else None, "ideal_bytes": ideal, "unsupported": None}
+
+    spec = OPS.get(op)
+    if spec is None:
+        job["unsupported"] = f"peers.py has no peer for op {op!r} (it has {', '.join(OPS)})"
+        return job
+    if spec.fp8 and fp8 is None:
+        raise JobError(f"{where}: fp8 must name the target's torch FP8 format ({', '.join(FP8_NAMES)})")
+    if set(sizes) != set(spec.sizes):
+        job["unsupported"] = (f"sizes {', '.join(sorted(sizes))}: peers.py knows {op} with sizes "
+                              f"{', '.join(spec.sizes)}")
+        return job
+    job["sizes"] = {n: sizes[n] for n in spec.sizes}
+    extra = sorted(set(options) - set(spec.options))
+    if extra:
+        job["unsupported"] = f"peers.py does not know {op}'s option {', '.join(extra)}"
+        return job
+    norm = {}
+    for n, values in spec.options.items():
+        v = options.get(n, values[0])  # a missing option takes its default
+        if v not in values:
+            job["unsupported"] = f"peers.py does not know {op}'s option value {n}={v} (it has {'|'.join(values)})"
+            return job
+        norm[n] = v
+    job["options"] = norm
+    if op.startswith("qk_norm_rope"):
+        if sizes["HQ"] % sizes["HKV"]:
+            raise JobError(f"{where}: HQ = {sizes['HQ']} is not a multiple of HKV = {sizes['HKV']}")
+        if sizes["D"] % 2:
+            raise JobError(f"{where}: D = {sizes['D']} is odd; RoPE rotates pairs")
+    if spec.fp8:
+        if fp8 not in FP8_NAMES:
+            job["unsupported"] = f"fp8 {fp8!r}: peers.py knows {', '.join(FP8_NAMES)}"
+            return job
+        job["fp8"] = resolve_fp8(norm["fp8"], fp8)
+    else:
+        job["fp8"] = None  # no FP8 in this op: whatever was given is ignored
+    return job
+
+
+def parse_jobs(data):
+    """The decoded JSON of a jobs file -> the normalised jobs."""
+    if not isinstance(data, list):
+        raise JobError("the jobs file must hold a JSON list of jobs")
+    return [validate_job(obj, i) for i, obj in enumerate(data)]
+
+
+def load_jobs(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise JobError(f"{path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise JobError(f"{path}: not JSON: {e}") from None
+    return parse_jobs(data)
+
+
+def parse_shape(s):
+    """The legacy MxK form."""
+    try:
+        m, k = (int(d) for d in s.strip().lower().split("x"))
+    except ValueError:
+        raise JobError(f"shape {s!r} is not MxK, e.g. 8192x8192") from None
+    if m <= 0 or k <= 0:
+        raise JobError(f"shape {s!r} has a non-positive size")
+    return m, k
+
+
+def legacy_jobs(ops, shapes, fp8):
+    """Jobs for --ops a,b --shapes MxK,... --fp8 NAME: default options, our byte count."""
+    names = [s.strip() for s in ops.split(",") if s.strip()]
+    for n in names:
+        if n not in LEGACY_OPS:
+            raise JobError(f"--ops: {n!r} is not one of {', '.join(LEGACY_OPS)} (use --jobs for the others)")
+    if fp8 not in FP8_NAMES:
+        raise JobError(f"--fp8 {fp8!r} is not one of {', '.join(FP8_NAMES)}")
+    dims = [parse_shape(s) for s in shapes.split(",") if s.strip()]
+    family = "e5m2" if fp8.startswith("e5m2") else "e4m3"  # the old --fp8 named the format itself
+    jobs = []
+    for n in names:
+        for m, k in dims:
+            obj = {"op": n, "shape": f"{m}x{k}", "sizes": {"M": m, "K": k}, "options": {"fp8": family},
+                   "fp8": fp8, "ideal_bytes": 1}
+            job = validate_job(obj, len(jobs))
+            job["ideal_bytes"] = peer_bytes(job)
+            jobs.append(job)
+    return jobs
+
+
+def parse_modes(s):
+    """--compile-modes: comma-separated torch.compile modes ('' for none)."""
+    modes = [m.strip() for m in s.split(",") if m.strip()]
+    for m in modes:
+        if m not in COMPILE_MODES:
+            raise JobError(f"--compile-modes: {m!r} is not one of {', '.join(COMPILE_MODES)}")
+    return list(dict.fromkeys(modes))  # once each, in the order given
+
+
+# ---- tensors of each op (no torch): (name, shape, torch dtype name) ----
+
+
+def token_dims(job):
+    """The two leading (token) dims of the QK tensors: (B, S), or (S, B) with sbhd."""
+    s = job["sizes"]
+    return (s["S"], s["B"]) if job["options"]["order"] == "sbhd" else (s["B"], s["S"])
+
+
+def input_specs(job):
+    """The peer's arguments, in call order."""
+    op, s, o = job["op"], job["sizes"], job["options"]
+    if op in LEGACY_OPS:
+        return [("x", (s["M"], s["K"]), SHORT_DTYPES[o["in"]])]
+    if op == "expert_colwise_cast":
+        return [("w", (s["E"], s["K"], s["N"]), SHORT_DTYPES[o["in"]])]
+    if op == "grouped_colwise_cast":
+        return [("x", (s["T"], s["K"]), SHORT_DTYPES[o["in"]]), ("offsets", (s["E"],), "int32")]
+    tok = token_dims(job)
+    d, hq, hkv = s["D"], s["HQ"], s["HKV"]
+    w = SHORT_DTYPES[o["weight"]]
+    specs = [("qkv", tok + ((hq + 2 * hkv) * d,), "bfloat16"), ("q_weight", (d,), w), ("k_weight", (d,), w)]
+    if o["angles"] == "theta":
+        specs += [("inv_freq", (d // 2,), "float32")]
+    else:
+        specs += [("cos", (s["S"], d), "float32"), ("sin", (s["S"], d), "float32")]
+    if op == "qk_norm_rope_bwd":
+        specs += [("dq", tok + (hq, d), "bfloat16"), ("dk", tok + (hkv, d), "bfloat16"),
+                  ("dv", tok + (hkv, d), "bfloat16")]
+    return specs
+
+
+def output_specs(job):
+    """What the peer returns, in order (tensorwise's inv_scale is 0-d, as users write it)."""
+    op, s, o = job["op"], job["sizes"], job["options"]
+    q = "float8_" + job["fp8"] if job["fp8"] else None
+    if op == "rowwise_cast":
+        return [("q", (s["M"], s["K"]), q), ("inv_scale", (s["M"],), "float32")]
+    if op == "tensorwise_cast":
+        return [("q", (s["M"], s["K"]), q), ("inv_scale", (), "float32")]
+    if op == "colwise_cast":
+        return [("qt", (s["K"], s["M"]), q), ("inv_scale", (s["K"],), "float32")]
+    if op == "expert_colwise_cast":
+        e, k, n = s["E"], s["K"], s["N"]
+        first = ("q", (e, k, n), q) if o["layout"] == "kn" else ("qt", (e, n, k), q)
+        return [first, ("inv_scale", (e, n), "float32")]
+    if op == "grouped_colwise_cast":
+        return [("qt", (s["K"], s["T"]), q), ("inv_scale", (s["E"], s["K"]), "float32")]
+    tok = token_dims(job)
+    d, hq, hkv = s["D"], s["HQ"], s["HKV"]
+    if op == "qk_norm_rope":
+        return [("q", tok + (hq, d), "bfloat16"), ("k", tok + (hkv, d), "bfloat16"),
+                ("v", tok + (hkv, d), "bfloat16")]
+    return [("d_qkv", tok + ((hq + 2 * hkv) * d,), SHORT_DTYPES[o["dx"]]),
+            ("d_q_weight", (d,), "float32"), ("d_k_weight", (d,), "float32")]
+
+
+def spec_bytes(specs):
+    return sum(math.prod(shape) * DTYPE_BYTES[dtype] for _, shape, dtype in specs)
+
+
+def forward_job(job):
+    """The qk_norm_rope job whose backward a qk_norm_rope_bwd job is."""
+    o = {k: v for k, v in job["options"].items() if k != "dx"}
+    return {**job, "op": "qk_norm_rope", "options": {**o, "round_norm": "false"}}
+
+
+def peer_bytes(job):
+    """This script's count of the ideal bytes, to cross-check fp8gen's: inputs
+    read once and outputs written once; for the backward, the training step's
+    (the forward's bytes too)."""
+    n = spec_bytes(input_specs(job)) + spec_bytes(output_specs(job))
+    if job["op"] == "qk_norm_rope_bwd":
+        n += peer_bytes(forward_job(job))
+    return n
+
+
+def verify_outputs(outs, specs):
+    """None if outs (tensors, or anything with .shape and .dtype) match specs, else why not."""
+    if not isinstance(outs, (tuple, list)) or len(outs) != len(specs):
+        n = len(outs) if isinstance(outs, (tuple, list)) else type(outs).__name__
+        return f"peer returned {n} outputs, want {len(specs)} ({', '.join(s[0] for s in specs)})"
+    bad = []
+    for t, (name, shape, dtype) in zip(outs, specs):
+        got_shape, got_dtype = tuple(t.shape), str(t.dtype).replace("torch.", "")
+        if got_shape != tuple(shape) or got_dtype != dtype:
+            bad.append(f"{name} is {got_dtype}{list(got_shape)}, want {dtype}{list(shape)}")
+    return "; ".join(bad) or None
+
+
+# ---- input data (no torch) ----
+
+
+def job_seed(job):
+    """A seed fixed by the job's op, label, sizes and options (not Python's hash())."""
+    key = json.dumps([job["op"], job["shape"], job["sizes"], job["options"]], sort_keys=True)
+    return zlib.crc32(key.encode())
+
+
+def group_sizes(t, e, rng):
+    """Sizes of e token groups summing to t: an exponential spread, one group empty where e >= 3."""
+    w = [rng.expovariate(1.0) for _ in range(e)]
+    total = sum(w)
+    sizes = [int(t * x / total) for x in w]
+    sizes[rng.randrange(e)] += t - sum(sizes)  # what the rounding down left
+    if e >= 3:  # an empty group, as routing gives: its rows go to the next group
+        g = rng.randrange(e)
+        sizes[(g + 1) % e] += sizes[g]
+        sizes[g] = 0
+    return sizes
+
+
+def cumulative(sizes):
+    return list(itertools.accumulate(sizes))
+
+
+def rope_pair_index(d, rope):
+    """For each of the d columns, the frequency index i of s * 10000^(-2i/d)."""
+    if rope == "gptj":
+        return [c // 2 for c in range(d)]  # interleaved pairs (2i, 2i+1)
+    return [c % (d // 2) for c in range(d)]  # rotate-half: pairs (i, i + d/2)
+
+
+def n_copies(set_bytes, l2):
+    """How many copies of an input set of set_bytes cycle past twice the L2."""
+    return min(MAX_COPIES, max(1, math.ceil(2 * l2 / max(1, set_bytes))))
+
+
+def copy_size(ideal):
+    """Bytes each of src and dst of the copy that moves ideal bytes (read + written)."""
+    return (ideal + 1) // 2
+
+
+# ---- rows and the table (no torch) ----
+
+
+def make_row(job, impl, time_us, nbytes, copy_gbps, common, **extra):
+    """A row; numbers only where time_us is a positive time."""
+    r = {"op": job["op"], "shape": job["shape"], "impl": impl, "time_us": None, "bytes": nbytes,
+         "gb_per_s": None, "pct_copy": None, **common, "fp8": job["fp8"], "options": job["options"]}
+    r.update((k, v) for k, v in extra.items() if v is not None)
+    if time_us and time_us > 0 and math.isfinite(time_us):
+        r["time_us"] = time_us
+        r["gb_per_s"] = nbytes / time_us / 1e3
+        if copy_gbps:
+            r["pct_copy"] = 100 * r["gb_per_s"] / copy_gbps
+    return r
+
+
+def fmt(v, spec):
+    if v is None:
+        return format("-", ">" + spec.split(".")[0])
+    return format(v, spec)
+
+
+def row_line(r):
+    err = "  ERROR " + r["error"] if r.get("error") else ""
+    return (f"  {r['impl']:9s} {fmt(r['time_us'], '10.1f')} us  {fmt(r['gb_per_s'], '7.0f')} GB/s  "
+            f"{fmt(r['pct_copy'], '5.1f')}% copy{err}")
+
+
+def format_table(rows):
+    """The summary table, one line per row."""
+    ow = max([20] + [len(r["op"]) for r in rows])
+    sw = max([11] + [len(r["shape"]) for r in rows])
+    lines = [f"{'op':{ow}s} {'shape':{sw}s} {'impl':9s} {'time us':>10s} {'GB/s':>7s} {'% copy':>7s}"]
+    for r in rows:
+        lines.append(f"{r['op']:{ow}s} {r['shape']:{sw}s} {r['impl']:9s} {fmt(r['time_us'], '10.1f')} "
+                     f"{fmt(r['gb_per_s'], '7.0f')} {fmt(r['pct_copy'], '7.1f')}"
+                     + ("  error" if r.get("error") else ""))
+    return lines
+
+
+def short_error(e):
+    """The first line of an exception and its last informative one."""
+    boilerplate = ("Set TORCHDYNAMO_VERBOSE", "For even more developer context", "You can suppress")
+    lines = [ln.strip() for ln in f"{type(e).__name__}: {e}".splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(boilerplate)]
+    lines = [ln.split(" Set TORCHDYNAMO_VERBOSE")[0] for ln in lines] or [type(e).__name__]
+    msg = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return msg[:500]
+
+
+def write_json(path, rows):
+    """Write rows atomically: a temporary file in the same directory, renamed."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(rows, f, indent=1, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def cycling(fn, arg_sets):
+    """A no-argument call of fn on the next argument tuple, round and round."""
+    it = itertools.cycle(arg_sets)
+    return lambda: fn(*next(it))
+
+
+# ---- the peers (torch from here on) ----
+
+
+class Peer:
+    """eager: the function timed as eager; compile(mode): the one timed compiled;
+    notes for the rows of each, where they differ from the plain reading."""
+
+    def __init__(self, eager, compile_fn, note=None, compile_note=None):
+        self.eager = eager
+        self.compile = compile_fn
+        self.note = note
+        self.compile_note = compile_note
+
+
+def compile_it(fn):
+    return lambda mode: torch.compile(fn, mode=mode, dynamic=False)
+
+
+def cast_peer(job):
+    op, o = job["op"], job["options"]
+    fp8 = getattr(torch, "float8_" + job["fp8"])
+    fmax = float(torch.finfo(fp8).max)
+    pow2 = o["pow2"] == "true"
+
+    def scale_of(amax):
+        scale = fmax / amax.clamp(min=EPS)
+        if pow2:
+            scale = torch.exp2(torch.floor(torch.log2(scale)))
+        return scale
+
+    def quantize(xf, scale):
+        # torch's cast to fp8 does not saturate (e4m3fn overflows to NaN): clamp first.
+        return (xf * scale).clamp(-fmax, fmax).to(fp8)
 
     def rowwise_cast(x):
         xf = x.float()
-        amax = xf.abs().amax(dim=1)
-        scale = fmax / amax.clamp(min=EPS)
-        q = (xf * scale[:, None]).clamp(-fmax, fmax).to(fp8)
-        return q, 1.0 / scale
+        scale = scale_of(xf.abs().amax(dim=1))
+        return quantize(xf, scale[:, None]), 1.0 / scale
 
     def tensorwise_cast(x):
         xf = x.float()
-        amax = xf.abs().amax()
-        scale = fmax / amax.clamp(min=EPS)
-        q = (xf * scale).clamp(-fmax, fmax).to(fp8)
-        return q, 1.0 / scale
+        scale = scale_of(xf.abs().amax())
+        return quantize(xf, scale), 1.0 / scale
 
     def colwise_cast(x):
         xf = x.float()
-        amax = xf.abs().amax(dim=0)
-        scale = fmax / amax.clamp(min=EPS)
-        qt = (xf * scale[None, :]).clamp(-fmax, fmax).to(fp8).t().contiguous()
+        scale = scale_of(xf.abs().amax(dim=0))
+        return quantize(xf, scale[None, :]).t().contiguous(), 1.0 / scale
+
+    nk = o.get("layout") == "nk"
+
+    def expert_colwise_cast(w):
+        wf = w.float()
+        scale = scale_of(wf.abs().amax(dim=1))  # [E, N]: over K
+        q = quantize(wf, scale[:, None, :])
+        if nk:
+            q = q.transpose(1, 2).contiguous()
+        return q, 1.0 / scale
+
+    def grouped_colwise_cast(x, offsets):
+        # What users write: the group ends on the host (a sync), a loop over groups.
+        xf = x.float()
+        scales, parts, lo = [], [], 0
+        for hi in offsets.tolist():
+            g = xf[lo:hi]
+            amax = g.abs().amax(dim=0) if hi > lo else xf.new_zeros((xf.shape[1],))  # amax of no rows fails
+            scale = scale_of(amax)
+            scales.append(scale)
+            parts.append(g * scale)
+            lo = hi
+        scale = torch.stack(scales)
+        qt = torch.cat(parts).clamp(-fmax, fmax).to(fp8).t().contiguous()
         return qt, 1.0 / scale
 
-    return {f.__name__: f for f in (rowwise_cast, tensorwise_cast, colwise_cast)}
+    def grouped_colwise_cast_nosync(x, offsets):
+        # The same without reading offsets on the host: each row's group by
+        # searchsorted (group g holds rows offsets[g-1] .. offsets[g]-1), the
+        # amaxes by scatter_reduce. Empty groups keep amax 0, as in the loop.
+        xf = x.float()
+        t, k = xf.shape
+        rows = torch.arange(t, device=x.device, dtype=offsets.dtype)
+        gid = torch.searchsorted(offsets, rows, right=True)
+        amax = torch.zeros(offsets.shape[0], k, device=x.device, dtype=torch.float32).scatter_reduce(
+            0, gid[:, None].expand(t, k), xf.abs(), reduce="amax", include_self=True)
+        scale = scale_of(amax)
+        return quantize(xf, scale[gid]).t().contiguous(), 1.0 / scale
+
+    if op == "grouped_colwise_cast":
+        return Peer(grouped_colwise_cast, compile_it(grouped_colwise_cast_nosync),
+                    note="eager reads offsets on the host (offsets.tolist(), a sync per call) and loops over the groups",
+                    compile_note="a device-only form: row groups by searchsorted, amaxes by scatter_reduce(amax)")
+    fn = {"rowwise_cast": rowwise_cast, "tensorwise_cast": tensorwise_cast, "colwise_cast": colwise_cast,
+          "expert_colwise_cast": expert_colwise_cast}[op]
+    return Peer(fn, compile_it(fn))
 
 
-def ideal_bytes(op, m, k):
-    """x read once (bf16), the fp8 output written once, the fp32 scales."""
-    scales = {"rowwise_cast": 4 * m, "tensorwise_cast": 4, "colwise_cast": 4 * k}[op]
-    return 2 * m * k + m * k + scales
+def qk_forward(job, round_norm):
+    """The forward chain: qk_norm_rope(qkv, q_weight, k_weight, *angles) -> (q, k, v),
+    angles being (cos, sin) or, with angles=theta, (inv_freq,)."""
+    s, o = job["sizes"], job["options"]
+    hq, hkv, d, sl = s["HQ"], s["HKV"], s["D"], s["S"]
+    g = hq // hkv
+    t0, t1 = token_dims(job)
+    eps = float(o["eps"])
+    gptj = o["rope"] == "gptj"
+    sbhd = o["order"] == "sbhd"
+    theta = o["angles"] == "theta"
+
+    def pairs(a):
+        """[..., D/2] per frequency -> [..., D] per column, by the pairing."""
+        if gptj:  # columns 2i, 2i+1
+            return torch.stack((a, a), dim=-1).flatten(-2)
+        return torch.cat((a, a), dim=-1)  # columns i, i + D/2
+
+    def rotate(n):
+        if gptj:  # rot(n)[2i] = -n[2i+1], rot(n)[2i+1] = n[2i]
+            return torch.stack((-n[..., 1::2], n[..., 0::2]), dim=-1).flatten(-2)
+        return torch.cat((-n[..., d // 2:], n[..., :d // 2]), dim=-1)
+
+    def norm_rope(t, w, cos, sin):
+        t = t.float()
+        n = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+        if round_norm:
+            n = n.to(torch.bfloat16).float()
+        return (n * cos + rotate(n) * sin).to(torch.bfloat16).contiguous()
+
+    def qk_norm_rope(qkv, q_weight, k_weight, *angles):
+        if theta:  # the tables from the positions, as rotary embeddings do each forward
+            (inv_freq,) = angles
+            pos = torch.arange(sl, device=qkv.device, dtype=torch.float32)
+            ang = pairs(pos[:, None] * inv_freq[None, :])
+            cos, sin = ang.cos(), ang.sin()
+        else:
+            cos, sin = angles
+        # Megatron's packing: per KV group, G query heads, then k, then v.
+        x = qkv.view(t0, t1, hkv, g + 2, d)
+        q = x[:, :, :, :g, :].reshape(t0, t1, hq, d)
+        k = x[:, :, :, g, :]
+        v = x[:, :, :, g + 1, :]
+        # cos, sin [S, D] by position s: dim 0 of sbhd, dim 1 of bshd.
+        if sbhd:
+            cos, sin = cos[:, None, None, :], sin[:, None, None, :]
+        else:
+            cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+        return norm_rope(q, q_weight, cos, sin), norm_rope(k, k_weight, cos, sin), v.contiguous()
+
+    return qk_norm_rope
+
+
+def qk_train_step(forward, dx):
+    """The forward, then its backward:
+    (qkv, q_weight, k_weight, *angles, dq, dk, dv) -> (d_qkv, d_q_weight, d_k_weight)."""
+    dx_dtype = getattr(torch, SHORT_DTYPES[dx])
+
+    def qk_norm_rope_bwd(qkv, q_weight, k_weight, *rest):
+        angles, (dq, dk, dv) = rest[:-3], rest[-3:]
+        with torch.enable_grad():
+            x = qkv.detach().requires_grad_()
+            qw = q_weight.detach().requires_grad_()
+            kw = k_weight.detach().requires_grad_()
+            q, k, v = forward(x, qw, kw, *angles)
+            d_qkv, d_qw, d_kw = torch.autograd.grad((q, k, v), (x, qw, kw), (dq, dk, dv))
+        return d_qkv.to(dx_dtype), d_qw.float(), d_kw.float()
+
+    return qk_norm_rope_bwd
+
+
+def make_peer(job):
+    op = job["op"]
+    if op == "qk_norm_rope":
+        fwd = qk_forward(job, job["options"]["round_norm"] == "true")
+        return Peer(fwd, compile_it(fwd))
+    if op == "qk_norm_rope_bwd":
+        fwd = qk_forward(job, False)
+        dx = job["options"]["dx"]
+        return Peer(qk_train_step(fwd, dx),
+                    lambda mode: qk_train_step(torch.compile(fwd, mode=mode, dynamic=False), dx),
+                    note="forward and backward (torch.autograd.grad)",
+                    compile_note="forward and backward: the forward under torch.compile (its backward compiled "
+                                 "by AOTAutograd), torch.autograd.grad outside it")
+    return cast_peer(job)
+
+
+def make_inputs(job, dev):
+    """The job's input set (a tuple in call order), deterministic from job_seed."""
+    seed = job_seed(job)
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    rng = random.Random(seed)
+
+    def randn(shape):
+        return torch.randn(shape, device=dev, generator=gen, dtype=torch.float32)
+
+    s, o = job["sizes"], job["options"]
+    out = []
+    for name, shape, dtype in input_specs(job):
+        dt = getattr(torch, dtype)
+        if name in ("x", "w"):
+            t = (randn(shape) * 3).to(dt)
+        elif name == "offsets":
+            ends = cumulative(group_sizes(s["T"], s["E"], rng))
+            t = torch.tensor(ends, dtype=torch.int32, device=dev)
+        elif name in ("q_weight", "k_weight"):
+            t = (1 + 0.1 * randn(shape)).to(dt)
+        elif name == "inv_freq":
+            d = s["D"]
+            k = torch.arange(d // 2, dtype=torch.float64, device=dev)
+            t = torch.pow(10000.0, -2.0 * k / d).to(dt)
+        elif name in ("cos", "sin"):
+            d = s["D"]
+            i = torch.tensor(rope_pair_index(d, o["rope"]), dtype=torch.float64, device=dev)
+            pos = torch.arange(s["S"], dtype=torch.float64, device=dev)
+            ang = pos[:, None] * torch.pow(10000.0, -2.0 * i / d)[None, :]
+            t = (ang.cos() if name == "cos" else ang.sin()).to(dt)
+        else:  # qkv, dq, dk, dv
+            t = randn(shape).to(dt)
+        out.append(t.contiguous())
+    return tuple(out)
+
+
+def input_copies(base, l2):
+    """base and enough clones of the whole set that cycling through them exceeds twice the L2."""
+    nbytes = sum(t.numel() * t.element_size() for t in base)
+    n = n_copies(nbytes, l2)
+    return [base] + [tuple(t.clone() for t in base) for _ in range(n - 1)]
 
 
 # ---- timing ----
 
 
-def copies_of(t):
-    """t and enough clones of it that cycling through them exceeds the L2."""
-    n = min(MAX_COPIES, max(1, math.ceil(2 * L2_BYTES / (t.numel() * t.element_size()))))
-    return [t] + [t.clone() for _ in range(n - 1)]
-
-
-def median_us(fn, args, rep_ms):
-    """Median time of one fn(a) in microseconds, a cycling through args."""
-    it = itertools.cycle(args)
-
-    def call():
-        return fn(next(it))
-
+def median_us(fn, arg_sets, rep_ms):
+    """Median time of one fn(*args) in microseconds, args cycling through arg_sets."""
+    call = cycling(fn, arg_sets)
     if do_bench is not None:
         return 1000.0 * do_bench(call, warmup=25, rep=rep_ms, return_mode="median")
     return 1000.0 * event_median_ms(call, rep_ms)
@@ -133,177 +815,199 @@ def event_median_ms(call, rep_ms, warmup_ms=25):
     return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
+def compare(names, a, b):
+    """Outputs a (eager) against b (compiled): differing elements by bits, and the largest difference."""
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    parts = []
+    for name, x, y in zip(names, a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            parts.append(f"{name} {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}")
+            continue
+        xb = x.reshape(-1).view(bits[x.element_size()])
+        yb = y.reshape(-1).view(bits[y.element_size()])
+        bad = (xb != yb).sum().item()
+        diff = (x.float() - y.float()).abs().max().item() if x.numel() else 0.0
+        parts.append(f"{name} {bad}/{x.numel()} differ (max abs diff {diff:.3g})")
+    return "; ".join(parts)
+
+
 # ---- the run ----
 
 
-def parse_shape(s):
-    try:
-        m, k = (int(d) for d in s.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"shape {s!r} is not MxK, e.g. 8192x8192")
-    if m <= 0 or k <= 0:
-        raise argparse.ArgumentTypeError(f"shape {s!r} has a non-positive size")
-    return m, k
-
-
-def short_error(e):
-    """The first line of an exception and its last informative one."""
-    boilerplate = ("Set TORCHDYNAMO_VERBOSE", "For even more developer context", "You can suppress")
-    lines = [ln.strip() for ln in f"{type(e).__name__}: {e}".splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith(boilerplate)]
-    lines = [ln.split(" Set TORCHDYNAMO_VERBOSE")[0] for ln in lines] or [type(e).__name__]
-    msg = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
-    return msg[:500]
-
-
-def check(eager, compiled, x):
-    """Compare eager and compiled outputs bit for bit; return a summary."""
-    qe, se = eager(x)
-    qc, sc = compiled(x)
-    torch.cuda.synchronize()
-    if qe.shape != qc.shape or se.shape != sc.shape:
-        return f"shape mismatch: q {tuple(qe.shape)} vs {tuple(qc.shape)}, scale {tuple(se.shape)} vs {tuple(sc.shape)}"
-    q_bad = (qe.view(torch.uint8) != qc.view(torch.uint8)).sum().item()
-    s_bad = (se.view(torch.int32) != sc.view(torch.int32)).sum().item()
-    s_rel = ((se - sc).abs() / se.abs()).max().item()
-    return f"q bytes differing {q_bad}/{qe.numel()}, scales differing {s_bad}/{se.numel()} (max rel diff {s_rel:.3g})"
-
-
-def main():
+def build_parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ops", default="rowwise_cast,tensorwise_cast,colwise_cast")
-    ap.add_argument("--shapes", default="8192x8192,16384x8192")
-    ap.add_argument("--fp8", default="e4m3fn", choices=sorted(FP8_DTYPES))
-    ap.add_argument("--compile-mode", default="default", choices=["default", "max-autotune-no-cudagraphs"])
+    ap.add_argument("--jobs", help="JSON list of jobs (see above)")
+    ap.add_argument("--out", default="peers.json", help="JSON rows, rewritten after every row")
+    ap.add_argument("--compile-modes", "--compile-mode", dest="compile_modes", default=DEFAULT_MODES,
+                    help=f"torch.compile modes, comma-separated, '' for none (default {DEFAULT_MODES})")
     ap.add_argument("--rep-ms", type=float, default=200, help="timing budget per measurement (default 200 ms)")
-    ap.add_argument("--check", action="store_true", help="also compare eager and compiled outputs bit for bit")
-    ap.add_argument("--out", default="peers.json")
-    args = ap.parse_args()
+    ap.add_argument("--check", action="store_true", help="also compare compiled outputs with eager's, bit for bit")
+    ap.add_argument("--ops", help="legacy: casts to time at --shapes, default options (no --jobs)")
+    ap.add_argument("--shapes", help="legacy: MxK,... (default 8192x8192,16384x8192)")
+    ap.add_argument("--fp8", help="legacy: the torch FP8 format (default e4m3fn)")
+    return ap
 
-    fp8 = FP8_DTYPES[args.fp8]
-    fmax = float(torch.finfo(fp8).max)
-    ops = make_ops(fp8, fmax)
-    names = [s for s in args.ops.split(",") if s]
-    for name in names:
-        if name not in ops:
-            ap.error(f"unknown op {name!r}: known are {', '.join(ops)}")
+
+def plan(argv):
+    """Arguments -> (args, jobs, modes), or exit 2 with the reason; touches no GPU."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
     try:
-        shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
-    except argparse.ArgumentTypeError as e:
+        if args.rep_ms <= 0:
+            raise JobError(f"--rep-ms {args.rep_ms:g}: want a positive time")
+        modes = parse_modes(args.compile_modes)
+        if args.jobs is not None:
+            legacy = [f for f in ("ops", "shapes", "fp8") if getattr(args, f) is not None]
+            if legacy:
+                raise JobError(f"--jobs takes no --{', --'.join(legacy)}: the jobs say it all")
+            jobs = load_jobs(args.jobs)
+        else:
+            jobs = legacy_jobs(args.ops or ",".join(LEGACY_OPS), args.shapes or "8192x8192,16384x8192",
+                               args.fp8 or "e4m3fn")
+    except JobError as e:
         ap.error(str(e))
+    return args, jobs, modes
+
+
+def main(argv=None):
+    global torch, do_bench
+    args, jobs, modes = plan(argv)
+    if not jobs:
+        write_json(args.out, [])
+        log(f"peers.py: no jobs; wrote 0 rows to {args.out}")
+        return
+    try:
+        import torch as _torch
+    except ImportError as e:
+        sys.exit(f"peers.py: torch does not import: {e}")
+    torch = _torch
+    try:
+        from triton.testing import do_bench as _do_bench
+        do_bench = _do_bench
+    except Exception:  # noqa: BLE001 -- no (working) triton: time with our own CUDA event loop
+        do_bench = None
     if not torch.cuda.is_available():
         sys.exit("peers.py: no CUDA device visible to torch")
 
     dev = torch.device("cuda")
+    l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or L2_BYTES
     common = {
         "gpu": torch.cuda.get_device_name(),
         "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
         "torch": torch.__version__,
-        "fp8": args.fp8,
     }
-    log(f"peers.py: {common['gpu']}, torch {common['torch']}, fp8 {args.fp8} (max {fmax:g}), "
-        f"compile mode {args.compile_mode}, timing with {'triton do_bench' if do_bench else 'CUDA events'}")
+    log(f"peers.py: {common['gpu']}, torch {common['torch']}, {len(jobs)} jobs, compile modes "
+        f"{', '.join(modes) or 'none'}, L2 {l2 / 2**20:.0f} MiB, "
+        f"timing with {'triton do_bench' if do_bench else 'CUDA events'}")
 
-    inputs = {}  # (m, k) -> list of bf16 input copies, the same for every op
-    copy_us = {}  # byte count -> copy time
+    copy_us = {}  # bytes each side -> copy time
     rows = []
 
-    def get_inputs(m, k):
-        if (m, k) not in inputs:
-            g = torch.Generator(device=dev).manual_seed(m * 1_000_003 + k)
-            x = (torch.randn(m, k, device=dev, generator=g) * 3).to(torch.bfloat16)
-            inputs[(m, k)] = copies_of(x)
-        return inputs[(m, k)]
-
-    def copy_time(nbytes):
-        n = (nbytes + 1) // 2  # copy_ reads n and writes n bytes
-        if n not in copy_us:
-            srcs = copies_of(torch.randint(0, 256, (n,), dtype=torch.uint8, device=dev))
-            dst = torch.empty_like(srcs[0])
-            copy_us[n] = median_us(dst.copy_, srcs, args.rep_ms)
-            del srcs, dst
-        return copy_us[n], 2 * n
-
-    def row(op, shape, impl, time_us, nbytes, copy_gbps, **extra):
-        r = {"op": op, "shape": shape, "impl": impl, "time_us": None, "bytes": nbytes,
-             "gb_per_s": None, "pct_copy": None, **common, **extra}
-        if time_us:
-            r["time_us"] = time_us
-            r["gb_per_s"] = nbytes / time_us / 1e3
-            if copy_gbps:
-                r["pct_copy"] = 100 * r["gb_per_s"] / copy_gbps
+    def add(job, impl, time_us, nbytes, copy_gbps, **extra):
+        r = make_row(job, impl, time_us, nbytes, copy_gbps, common, **extra)
         rows.append(r)
         write_json(args.out, rows)  # after every row, so a crash keeps what was measured
-        err = f"  ERROR {r['error']}" if r.get("error") else ""
-        log(f"  {impl:9s} {fmt(r['time_us'], '10.1f')} us  {fmt(r['gb_per_s'], '7.0f')} GB/s  "
-            f"{fmt(r['pct_copy'], '5.1f')}% copy{err}")
+        log(row_line(r))
         return r
 
-    for name in names:
-        for m, k in shapes:
-            shape = f"{m}x{k}"
-            nbytes = ideal_bytes(name, m, k)
-            log(f"{name} {shape}: {nbytes} ideal bytes")
-            xs = get_inputs(m, k)
+    def copy_time(n):
+        if n not in copy_us:
+            src = torch.randint(0, 256, (n,), dtype=torch.uint8, device=dev)
+            srcs = input_copies((src,), l2)  # argument tuples (src,), cloned
+            dst = torch.empty_like(src)
+            copy_us[n] = median_us(dst.copy_, srcs, args.rep_ms)
+            del src, srcs, dst
+        return copy_us[n]
 
-            copy_gbps = None
-            try:
-                t, copied = copy_time(nbytes)
-                copy_gbps = copied / t / 1e3
-                row(name, shape, "copy", t, copied, copy_gbps)
-            except Exception as e:  # noqa: BLE001 -- record and go on
-                row(name, shape, "copy", None, 2 * ((nbytes + 1) // 2), None, error=short_error(e))
+    for job in jobs:
+        nbytes = job["ideal_bytes"]
+        opts = ",".join(f"{k}={v}" for k, v in job["options"].items())
+        log(f"{job['op']} {job['shape']} ({opts}{', fp8 ' + job['fp8'] if job['fp8'] else ''}): "
+            f"{nbytes} ideal bytes")
+        if job["unsupported"]:
+            log(f"  not timed: {job['unsupported']}")
+            for impl, mode in [("eager", None)] + [(COMPILE_MODES[m], m) for m in modes]:
+                add(job, impl, None, nbytes, None, error=job["unsupported"], compile_mode=mode)
+            continue
+        ours = peer_bytes(job)
+        if ours != nbytes:
+            log(f"  note: peers.py counts {ours} bytes for this job's tensors; using fp8gen's {nbytes}")
 
-            eager = ops[name]
-            try:
-                row(name, shape, "eager", median_us(eager, xs, args.rep_ms), nbytes, copy_gbps)
-            except Exception as e:  # noqa: BLE001
-                row(name, shape, "eager", None, nbytes, None, error=short_error(e))
+        copy_gbps = None
+        n = copy_size(nbytes)
+        try:
+            t = copy_time(n)
+            copy_gbps = 2 * n / t / 1e3
+            add(job, "copy", t, 2 * n, copy_gbps)
+        except Exception as e:  # noqa: BLE001 -- record and go on
+            add(job, "copy", None, 2 * n, None, error=short_error(e))
 
-            extra = {"compile_mode": args.compile_mode}
+        specs = output_specs(job)
+        names = [s[0] for s in specs]
+        try:
+            peer = make_peer(job)
+            arg_sets = input_copies(make_inputs(job, dev), l2)
+        except Exception as e:  # noqa: BLE001 -- no inputs: every impl fails alike
+            traceback.print_exc(limit=3)
+            msg = "inputs: " + short_error(e)
+            add(job, "eager", None, nbytes, None, error=msg)
+            for mode in modes:
+                add(job, COMPILE_MODES[mode], None, nbytes, None, error=msg, compile_mode=mode)
+            torch.cuda.empty_cache()
+            continue
+
+        outs = None
+        try:
+            outs = peer.eager(*arg_sets[0])
+            torch.cuda.synchronize()
+            bad = verify_outputs(outs, specs)
+            if bad:
+                raise RuntimeError(f"eager outputs: {bad}")
+            outs = None
+            add(job, "eager", median_us(peer.eager, arg_sets, args.rep_ms), nbytes, copy_gbps, note=peer.note)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc(limit=3)
+            outs = None
+            add(job, "eager", None, nbytes, None, error=short_error(e), note=peer.note)
+
+        for mode in modes:
+            extra = {"compile_mode": mode, "note": peer.compile_note}
+            compiled = None
             try:
-                # A fresh compile for each shape, specialized to it (no
-                # dynamic shapes, which would be slower and not what the
-                # peer of a shape-specialized kernel is).
-                torch._dynamo.reset()
-                compiled = torch.compile(eager, mode=args.compile_mode, dynamic=False)
-                compiled(xs[0])  # compile now, so that a failure is caught here
+                torch._dynamo.reset()  # a fresh compile for each job and mode
+                compiled = peer.compile(mode)
+                outs = compiled(*arg_sets[0])  # compile now, so that a failure is caught here
                 torch.cuda.synchronize()
+                bad = verify_outputs(outs, specs)
+                if bad:
+                    raise RuntimeError(f"compiled outputs: {bad}")
                 if args.check:
-                    extra["check"] = check(eager, compiled, xs[0])
+                    try:
+                        extra["check"] = compare(names, peer.eager(*arg_sets[0]), outs)
+                    except Exception as e:  # noqa: BLE001 -- a failed check is no failed time
+                        extra["check"] = "check failed: " + short_error(e)
                     log(f"  check     {extra['check']}")
-                row(name, shape, "compiled", median_us(compiled, xs, args.rep_ms), nbytes, copy_gbps, **extra)
+                outs = None
+                add(job, COMPILE_MODES[mode], median_us(compiled, arg_sets, args.rep_ms), nbytes, copy_gbps,
+                    **extra)
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc(limit=3)
-                row(name, shape, "compiled", None, nbytes, None, error=short_error(e), **extra)
-            torch.cuda.empty_cache()
+                outs = None
+                add(job, COMPILE_MODES[mode], None, nbytes, None, error=short_error(e), **extra)
+            compiled = None
+        del arg_sets, peer
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
 
     log("")
-    log(f"{'op':16s} {'shape':11s} {'impl':9s} {'time us':>10s} {'GB/s':>7s} {'% copy':>7s}")
-    for r in rows:
-        log(f"{r['op']:16s} {r['shape']:11s} {r['impl']:9s} {fmt(r['time_us'], '10.1f')} "
-            f"{fmt(r['gb_per_s'], '7.0f')} {fmt(r['pct_copy'], '7.1f')}" + ("  error" if r.get("error") else ""))
+    for line in format_table(rows):
+        log(line)
     if args.check:
         log("")
         for r in rows:
-            if r["impl"] == "compiled":
-                log(f"check {r['op']:16s} {r['shape']:11s} {r.get('check') or r.get('error')}")
+            if r.get("compile_mode"):
+                log(f"check {r['op']} {r['shape']} {r['impl']}: {r.get('check') or r.get('error')}")
     log(f"wrote {len(rows)} rows to {args.out}")
-
-
-def fmt(v, spec):
-    if v is None:
-        return format("-", ">" + spec.split(".")[0])
-    return format(v, spec)
-
-
-def write_json(path, rows):
-    """Write rows atomically: a temporary file in the same directory, renamed."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(rows, f, indent=1, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import (
 
 // plotImpls are the implementations Plot draws, in the order of the bars in
 // each group.
-var plotImpls = []string{ImplFP8Gen, ImplEager, ImplCompiled}
+var plotImpls = []string{ImplFP8Gen, ImplEager, ImplCompiled, ImplAutotune}
 
 // Plot draws a PNG bar chart of rows to path: for each op and shape a group
 // of bars, one for each of fp8gen, eager and compiled that has rows, whose

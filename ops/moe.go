@@ -62,6 +62,7 @@ var ExpertColwise = register(&Op{
 	Example:    Shape{"E": 8, "K": 2048, "N": 1408},
 	// DeepSeek-V3 w1 with 8-way expert parallelism, Qwen3-30B-A3B,
 	// DeepSeek-MoE-16B, Llama 4 Scout.
+	Peers: true,
 	Bench: []Shape{{"E": 32, "K": 7168, "N": 2048}, {"E": 128, "K": 2048, "N": 768}, {"E": 64, "K": 2048, "N": 1408}, {"E": 16, "K": 5120, "N": 8192}},
 	Tests: Tests{
 		Shapes: []Shape{{"E": 1, "K": 1, "N": 1}, {"E": 3, "K": 33, "N": 7}, {"E": 2, "K": 130, "N": 65}, {"E": 5, "K": 17, "N": 300}, {"E": 1, "K": 1000, "N": 33}},
@@ -166,6 +167,7 @@ var GroupedColwise = register(&Op{
 	Candidates: groupedCandidates(),
 	Ceiling:    e("2 * T * K <= L2 / 2 ? 100 : 60"),
 	Example:    Shape{"T": 8192, "K": 2048, "E": 8},
+	Peers:      true,
 	Bench:      []Shape{{"T": 65536, "K": 7168, "E": 8}, {"T": 32768, "K": 2048, "E": 16}, {"T": 16384, "K": 5120, "E": 64}},
 	Tests: Tests{
 		// T < E (empty groups whatever the offsets), one group, groups

@@ -190,6 +190,7 @@ var QKNormRope = register(&Op{
 	Candidates:  qkCandidates(),
 	Ceiling:     e("100"),
 	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
+	Peers:       true,
 	Bench:       qkBench,
 	Tests: func() Tests {
 		t := qkTests
@@ -235,6 +236,7 @@ var QKNormRopeBwd = register(&Op{
 	Candidates:  qkCandidates(),
 	Ceiling:     e("100"),
 	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
+	Peers:       true,
 	Bench:       qkBench,
 	Forward:     QKNormRope,
 	Tests: func() Tests {

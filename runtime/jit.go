@@ -182,6 +182,26 @@ func toolVersion(ctx context.Context, tool string, limit time.Duration) (string,
 	return v, nil
 }
 
+// Identity names the compiler Compile would use for t: its path and the
+// line of its --version output that names the version. A tuning result
+// is kept per identity, since another compiler may favour another
+// schedule.
+func (c *Compiler) Identity(ctx context.Context, t *target.Target) (string, error) {
+	tool, err := findTool(toolchainFor(t.Vendor))
+	if err != nil {
+		return "", err
+	}
+	limit, err := c.timeout()
+	if err != nil {
+		return "", err
+	}
+	v, err := toolVersion(ctx, tool, limit)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Base(tool) + " " + versionLine(v), nil
+}
+
 // versionLine picks the line of a --version output that names the version
 // ("Cuda compilation tools, release 13.0, V13.0.88", "HIP version: 5.2...").
 func versionLine(v string) string {

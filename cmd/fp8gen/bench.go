@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/schedule"
+	"github.com/fp8gen/fp8gen/target"
 )
 
 // shapeText is a shape as bench writes it: the sizes in the op's order,
@@ -71,7 +73,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var jobs []job
-	var peerJobs []opShapes
+	var peerJobs []job
 	for _, name := range strings.Split(*opList, ",") {
 		op, err := ops.Lookup(strings.TrimSpace(name))
 		if err != nil {
@@ -85,9 +87,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		} else {
 			list = strings.Split(*shapes, ",")
 		}
-		if op.Peers {
-			peerJobs = append(peerJobs, opShapes{op.Name, strings.Join(list, ",")})
-		} else {
+		if !op.Peers {
 			fmt.Fprintf(stderr, "fp8gen bench: %s has no PyTorch peer in bench/peers.py yet; timing fp8gen and the copy only\n", op.Name)
 		}
 		for _, s := range list {
@@ -96,6 +96,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			jobs = append(jobs, job{op, sh, strings.TrimSpace(s)})
+			if op.Peers {
+				peerJobs = append(peerJobs, jobs[len(jobs)-1])
+			}
 		}
 	}
 	g, err := backend.OpenGPU()
@@ -111,6 +114,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	for _, j := range jobs {
 		prog.Step(j.op.Name + " " + j.text)
 		override := schedule.Params(sm)
+		if len(override) == 0 && !*sweep {
+			if c, err := j.op.NewCall(g.T, j.shape, nil); err == nil {
+				override = tunedSchedule(c, stderr)
+			}
+		}
 		if *sweep {
 			best, err := sweepSchedules(g, j, *warm, *iters, stdout)
 			if err != nil {
@@ -122,37 +130,26 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		in := ops.Inputs(p.Call, 1, false)
-		all, out := p.WithOutputs(in)
-		pr, err := g.Prepare(context.Background(), p, all)
+		t, spec, err := timePlan(g, p, j, *check, *warm, *iters)
 		if err != nil {
 			return err
 		}
-		if *check {
-			if err := pr.Poison(backend.Poison); err != nil {
-				return err
-			}
-			if err := pr.Launch(); err != nil {
-				return err
-			}
-			if err := pr.Download(all); err != nil {
-				return err
-			}
-			if _, err := p.Call.CheckOutputs(in, out); err != nil {
-				return fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
-			}
-		}
-		var sp []string
-		for i, s := range p.Steps {
-			a := pr.Attrs[i]
-			sp = append(sp, fmt.Sprintf("%s(%v; %d regs, %d B local, %d B LDS)", s.Func.Name, p.Schedule, a.Regs, a.LocalBytes, s.Resources.LDSBytes))
-		}
-		t, err := pr.Time(*warm, *iters)
-		pr.Free()
-		if err != nil {
-			return err
-		}
+		sp := []string{spec}
 		bytes := p.IdealBytes()
+		if j.op.Forward != nil {
+			// A backward's row is the training step's: its forward, then it.
+			pf, err := j.op.Forward.NewPlan(g.T, j.shape, nil, nil)
+			if err != nil {
+				return usageError{err}
+			}
+			tf, specF, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, *check, *warm, *iters)
+			if err != nil {
+				return err
+			}
+			t += tf
+			sp = append([]string{"forward " + specF + ", then"}, sp...)
+			bytes += pf.IdealBytes()
+		}
 		ct, err := g.CopyTime(bytes/2, *warm, *iters)
 		if err != nil {
 			return err
@@ -169,7 +166,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	prog.Done()
 
 	if *peers != "off" && len(peerJobs) > 0 {
-		pr, err := runPeers(*python, peerJobs, stderr)
+		pr, err := runPeers(*python, peerJobs, g.T, stderr)
 		switch {
 		case err == nil:
 			rows = append(rows, pr...)
@@ -204,8 +201,6 @@ type job struct {
 	text  string
 }
 
-type opShapes struct{ op, shapes string }
-
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 func slug(s string) string {
@@ -217,9 +212,41 @@ func slug(s string) string {
 	}, s)
 }
 
-// runPeers times the PyTorch eager and torch.compile versions with
-// bench/peers.py, one call per op (ops have their own shapes).
-func runPeers(python string, jobs []opShapes, stderr io.Writer) ([]bench.Row, error) {
+// peerJob is one case for bench/peers.py (its --jobs file).
+type peerJob struct {
+	Op         string            `json:"op"`
+	Shape      string            `json:"shape"`
+	Sizes      map[string]int    `json:"sizes"`
+	Options    map[string]string `json:"options"`
+	FP8        *string           `json:"fp8"`
+	IdealBytes int               `json:"ideal_bytes"`
+}
+
+// peerJobOf describes a job on target t: the op's default options, the
+// target's FP8 format, and the ideal bytes (a backward's with its forward's).
+func peerJobOf(j job, t *target.Target) (peerJob, error) {
+	c, err := j.op.NewCall(t, j.shape, nil)
+	if err != nil {
+		return peerJob{}, err
+	}
+	pj := peerJob{Op: j.op.Name, Shape: j.text, Sizes: j.shape, Options: c.Options, IdealBytes: c.IdealBytes()}
+	if c.Format != nil {
+		pj.FP8 = &c.Format.Name
+	}
+	if j.op.Forward != nil {
+		f, err := j.op.Forward.NewCall(t, j.shape, nil)
+		if err != nil {
+			return peerJob{}, err
+		}
+		pj.IdealBytes += f.IdealBytes()
+	}
+	return pj, nil
+}
+
+// runPeers times the PyTorch versions of the jobs — eager, torch.compile
+// and torch.compile(mode="max-autotune-no-cudagraphs") — with
+// bench/peers.py, in one call.
+func runPeers(python string, jobs []job, t *target.Target, stderr io.Writer) ([]bench.Row, error) {
 	script, err := findPeers()
 	if err != nil {
 		return nil, err
@@ -229,23 +256,36 @@ func runPeers(python string, jobs []opShapes, stderr io.Writer) ([]bench.Row, er
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	var rows []bench.Row
-	for i, j := range jobs {
-		out := filepath.Join(tmp, fmt.Sprintf("%d.json", i))
-		cmd := exec.Command(python, script, "--ops", j.op, "--shapes", j.shapes, "--fp8", "e4m3fn", "--out", out)
-		cmd.Stdout, cmd.Stderr = stderr, stderr
-		cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", python, script, err)
-		}
-		r, err := bench.ReadJSON(out)
+	var pjs []peerJob
+	for _, j := range jobs {
+		pj, err := peerJobOf(j, t)
 		if err != nil {
 			return nil, err
 		}
-		for _, x := range r {
-			if x.Impl != bench.ImplCopy { // fp8gen's own copy row is the ceiling
-				rows = append(rows, x)
-			}
+		pjs = append(pjs, pj)
+	}
+	js, err := json.MarshalIndent(pjs, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	in, out := filepath.Join(tmp, "jobs.json"), filepath.Join(tmp, "peers.json")
+	if err := os.WriteFile(in, js, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(python, script, "--jobs", in, "--compile-modes", "default,max-autotune-no-cudagraphs", "--out", out)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", python, script, err)
+	}
+	r, err := bench.ReadJSON(out)
+	if err != nil {
+		return nil, err
+	}
+	var rows []bench.Row
+	for _, x := range r {
+		if x.Impl != bench.ImplCopy { // fp8gen's own copy row is the ceiling
+			rows = append(rows, x)
 		}
 	}
 	return rows, nil
@@ -258,6 +298,38 @@ func findPeers() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("bench/peers.py not found (run from the repository root)")
+}
+
+// timePlan checks a plan's outputs once (if check) and times it.
+func timePlan(g *backend.GPU, p *ops.Plan, j job, check bool, warm, iters int) (time.Duration, string, error) {
+	in := ops.Inputs(p.Call, 1, false)
+	all, out := p.WithOutputs(in)
+	pr, err := g.Prepare(context.Background(), p, all)
+	if err != nil {
+		return 0, "", err
+	}
+	defer pr.Free()
+	if check {
+		if err := pr.Poison(backend.Poison); err != nil {
+			return 0, "", err
+		}
+		if err := pr.Launch(); err != nil {
+			return 0, "", err
+		}
+		if err := pr.Download(all); err != nil {
+			return 0, "", err
+		}
+		if _, err := p.Call.CheckOutputs(in, out); err != nil {
+			return 0, "", fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
+		}
+	}
+	var sp []string
+	for i, s := range p.Steps {
+		a := pr.Attrs[i]
+		sp = append(sp, fmt.Sprintf("%s(%v; %d regs, %d B local, %d B LDS)", s.Func.Name, p.Schedule, a.Regs, a.LocalBytes, s.Resources.LDSBytes))
+	}
+	t, err := pr.Time(warm, iters)
+	return t, strings.Join(sp, " "), err
 }
 
 // sweepSchedules times every feasible point of the op's space at the job's

@@ -246,6 +246,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	for _, s := range p.Steps {
 		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
 	}
+	if of.tuned {
+		sb.WriteString("  schedule from the tuning cache (fp8gen tune)\n")
+	}
 	bytes := p.IdealBytes()
 	gbs := float64(bytes) / st.Elapsed.Seconds() / 1e9
 	fmt.Fprintf(&sb, "  time %v, %.3g GB/s over %d ideal bytes", st.Elapsed.Round(time.Microsecond), gbs, bytes)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/fp8gen/fp8gen/export"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/target"
 )
 
 func TestExport(t *testing.T) {
@@ -64,5 +66,28 @@ func TestExportCodeObject(t *testing.T) {
 	co := b.Manifest.CodeObject
 	if co == nil || co.Arch != "gfx940" || !strings.HasPrefix(string(b.Object[:4]), "\x7fELF") && !strings.Contains(string(b.Object[:64]), "__CLANG_OFFLOAD_BUNDLE__") {
 		t.Errorf("code object %+v, %d bytes", co, len(b.Object))
+	}
+}
+
+// The jobs bench hands bench/peers.py: every option given, the target's
+// FP8 format, and a backward's ideal bytes with its forward's.
+func TestPeerJobs(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	rw, _ := ops.Lookup("rowwise_cast")
+	pj, err := peerJobOf(job{rw, ops.Shape{"M": 64, "K": 256}, "64x256"}, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pj.FP8 == nil || *pj.FP8 != "e4m3fn" || pj.Options["in"] != "bf16" || pj.IdealBytes != 64*256*3+64*4 || pj.Shape != "64x256" {
+		t.Errorf("rowwise job %+v", pj)
+	}
+	sh := ops.Shape{"B": 1, "S": 4, "HQ": 4, "HKV": 2, "D": 64}
+	fwd, _ := ops.Lookup("qk_norm_rope")
+	bwd, _ := ops.Lookup("qk_norm_rope_bwd")
+	pf, _ := peerJobOf(job{fwd, sh, "x"}, tg)
+	pb, _ := peerJobOf(job{bwd, sh, "x"}, tg)
+	cb, _ := bwd.NewCall(tg, sh, nil)
+	if pf.FP8 != nil || pb.IdealBytes != pf.IdealBytes+cb.IdealBytes() || pb.Options["dx"] != "bf16" {
+		t.Errorf("qk jobs: forward %+v, backward %+v", pf, pb)
 	}
 }

@@ -51,6 +51,7 @@ var commands = []struct {
 	{"bench", "benchmark the ops on the GPU against a device copy and PyTorch", cmdBench},
 	{"export", "write an op as HIP source, code object and manifest.json for other programs", cmdExport},
 	{"generate", "write typed Go launchers of ops, with their exports embedded (for go:generate)", cmdGenerate},
+	{"tune", "time the best candidate schedules of an op on the GPU and keep the fastest in the tuning cache", cmdTune},
 }
 
 func main() {
@@ -243,6 +244,7 @@ type opFlags struct {
 	target, shape, sched, in, family string
 	pow2                             bool
 	opts                             kvFlag
+	tuned                            bool // plan took its schedule from the tuning cache
 }
 
 func (o *opFlags) register(fs *flag.FlagSet, defShape string) {
@@ -346,7 +348,15 @@ func (o *opFlags) plan(opName string, t *target.Target) (*ops.Plan, error) {
 			return nil, usagef("--schedule: %s=%d is negative", k, v)
 		}
 	}
-	p, err := op.NewPlan(t, sh, opts, schedule.Params(sm))
+	override := schedule.Params(sm)
+	if len(override) == 0 {
+		// The tuning cache's schedule for this class, where it holds one.
+		if c, err := op.NewCall(t, sh, opts); err == nil {
+			override = tunedSchedule(c, o.fs.Output())
+			o.tuned = override != nil
+		}
+	}
+	p, err := op.NewPlan(t, sh, opts, override)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -39,6 +40,10 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(Main(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	// No tuning cache of the user's changes what the tests see.
+	if os.Getenv("FP8GEN_TUNE_CACHE") == "" {
+		os.Setenv("FP8GEN_TUNE_CACHE", filepath.Join(os.TempDir(), fmt.Sprintf("fp8gen-test-%d-no-tune.json", os.Getpid())))
 	}
 	os.Exit(m.Run())
 }

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fp8gen/fp8gen/backend"
+	"github.com/fp8gen/fp8gen/emit"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/schedule"
+	"github.com/fp8gen/fp8gen/target"
+	"github.com/fp8gen/fp8gen/tune"
+)
+
+// maxTimed is the most candidates one tune times.
+const maxTimed = 8
+
+func cmdTune(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tune", "tune OP [--shape … | --bench] [--opt …] [--budget N] [--explain] [--cache FILE] [--target T]", stderr)
+	var of opFlags
+	of.register(fs, "")
+	budget := fs.Int("budget", maxTimed, fmt.Sprintf("candidates to time, at most %d", maxTimed))
+	explain := fs.Bool("explain", false, "also list the points of the space that were rejected, with the limit each breaks")
+	cachePath := fs.String("cache", "", "the tuning cache to update (default $FP8GEN_TUNE_CACHE, else the user cache folder's fp8gen/tune.json)")
+	warm := fs.Int("warm", 10, "untimed launches of each candidate first")
+	iters := fs.Int("iters", 50, "timed launches of each candidate (median)")
+	benchShapes := fs.Bool("bench", false, "tune each of the op's benchmark shapes (those fp8gen bench times)")
+	force := fs.Bool("force", false, "time again even where the cache holds the class")
+	name, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	if *budget < 1 || *budget > maxTimed {
+		return usagef("--budget %d: want 1 to %d", *budget, maxTimed)
+	}
+	if *warm < 0 || *iters < 1 {
+		return usagef("--warm %d --iters %d: want warm ≥ 0 and iters ≥ 1", *warm, *iters)
+	}
+	if of.sched != "" {
+		return usagef("--schedule: tune chooses the schedule; it takes none")
+	}
+	op, err := ops.Lookup(name)
+	if err != nil {
+		return usageError{err}
+	}
+	path := *cachePath
+	if path == "" {
+		if path, err = tune.DefaultPath(); err != nil {
+			return err
+		}
+	}
+	g, gerr := backend.OpenGPU()
+	if gerr != nil && !backend.IsNoDevice(gerr) {
+		return gerr
+	}
+	var tg *target.Target
+	if g != nil {
+		defer g.Close()
+		tg = g.T
+		if of.target != "" && of.target != tg.Name {
+			return usagef("--target %s: the GPU is %s; tune measures on the GPU", of.target, tg.Name)
+		}
+	} else if tg, err = lookupTarget(of.target); err != nil {
+		return err
+	}
+	shapes := []ops.Shape{op.Example}
+	switch {
+	case *benchShapes && of.shape != "":
+		return usagef("--bench and --shape: give one")
+	case *benchShapes:
+		shapes = op.Bench
+	case of.shape != "":
+		sh, err := parseShape(of.shape)
+		if err != nil {
+			return err
+		}
+		shapes = []ops.Shape{sh}
+	}
+	opts, err := of.options(op)
+	if err != nil {
+		return err
+	}
+	for _, sh := range shapes {
+		if err := tuneOne(op, sh, opts, tg, g, path, *budget, *explain, *force, *warm, *iters, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tuneOne tunes op at one shape: on the GPU it times up to budget
+// candidates and keeps the fastest in the cache at path; without one it
+// lists them.
+func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *backend.GPU, path string, budget int, explain, force bool, warm, iters int, stdout, stderr io.Writer) error {
+	c, err := op.NewCall(tg, sh, opts)
+	if err != nil {
+		return usageError{err}
+	}
+	space, err := c.Space()
+	if err != nil {
+		return err
+	}
+	// The order to try: the op's own preference (fp8gen has no cost
+	// model yet to rank by), feasible points first.
+	var plans []*ops.Plan
+	var rejected []string
+	for _, s := range space {
+		p, err := op.NewPlan(tg, sh, opts, s)
+		if err != nil {
+			rejected = append(rejected, fmt.Sprintf("  %v: %s", s, strings.ReplaceAll(err.Error(), "\n", " ")))
+			continue
+		}
+		if !containsPlan(plans, p) {
+			plans = append(plans, p)
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s at %s on %s: %d feasible candidates, %d rejected\n", op.Name, tune.ShapeText(op, sh), tg.Name, len(plans), len(rejected))
+	if len(plans) == 0 {
+		io.WriteString(stdout, sb.String()+strings.Join(rejected, "\n")+"\n")
+		return usageError{fmt.Errorf("%s: no feasible schedule at %s", op.Name, tune.ShapeText(op, sh))}
+	}
+	if len(plans) > budget {
+		plans = plans[:budget]
+	}
+	if g == nil {
+		sb.WriteString("no GPU: the candidates in the op's order of preference, which is the schedule run and bench take (nothing timed, the cache unchanged):\n")
+		for i, p := range plans {
+			fmt.Fprintf(&sb, "  %d. %v  (%s)\n", i+1, p.Schedule, resourcesText(p))
+		}
+		if explain && len(rejected) > 0 {
+			sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")
+		}
+		_, err := io.WriteString(stdout, sb.String())
+		return err
+	}
+	ident, err := g.Compiler.Identity(context.Background(), tg)
+	if err != nil {
+		return err
+	}
+	key := tune.Key{Op: op.Name, Options: c.Options.String(), Target: tg.Name, Class: tune.Class(op, sh), Compiler: ident}
+	cache, warns := tune.Load(path)
+	for _, w := range warns {
+		fmt.Fprintln(stderr, "fp8gen tune:", w)
+	}
+	if e, ok := cache.Lookup(key); ok && !force && c.CheckSchedule(e.Params()) == nil {
+		fmt.Fprintf(&sb, "cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n", e.Params(), key.Class, e.TimeUS, e.Shape, e.GPU, e.Date)
+		_, err := io.WriteString(stdout, sb.String())
+		return err
+	}
+	start := time.Now()
+	if err := compileAll(g, plans); err != nil {
+		return err
+	}
+	compiled := time.Since(start)
+	type timed struct {
+		p *ops.Plan
+		t time.Duration
+	}
+	var res []timed
+	best := -1
+	for _, p := range plans {
+		t, _, err := timePlan(g, p, job{op, sh, tune.ShapeText(op, sh)}, true, warm, iters)
+		if err != nil {
+			return err
+		}
+		res = append(res, timed{p, t})
+		if best < 0 || t < res[best].t {
+			best = len(res) - 1
+		}
+	}
+	w := res[best]
+	cache.Put(tune.Entry{Key: key, Schedule: map[string]int(w.p.Schedule), TimeUS: us(w.t), Shape: tune.ShapeText(op, sh),
+		Timed: len(res), GPU: g.Dev.Props().Name, Date: time.Now().UTC().Format("2006-01-02")})
+	if err := cache.Save(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(&sb, "compiled %d in %v (in parallel, through the JIT cache), timed %d in %v; %s\n", len(plans), compiled.Round(time.Millisecond), len(res), (time.Since(start) - compiled).Round(time.Millisecond), ident)
+	for i, r := range res {
+		mark := " "
+		if i == best {
+			mark = "*"
+		}
+		gbs := float64(r.p.IdealBytes()) / r.t.Seconds() / 1e9
+		fmt.Fprintf(&sb, "%s %d. %-44v %9.1f µs %6.0f GB/s  (%s)\n", mark, i+1, r.p.Schedule, us(r.t), gbs, resourcesText(r.p))
+	}
+	if explain && len(rejected) > 0 {
+		sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")
+	}
+	fmt.Fprintf(&sb, "kept %v for class %s in %s\n", w.p.Schedule, key.Class, path)
+	_, err = io.WriteString(stdout, sb.String())
+	return err
+}
+
+// containsPlan: candidates that evaluate to one point are timed once.
+func containsPlan(ps []*ops.Plan, p *ops.Plan) bool {
+	for _, q := range ps {
+		if q.Schedule.String() == p.Schedule.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func resourcesText(p *ops.Plan) string {
+	var parts []string
+	for _, s := range p.Steps {
+		parts = append(parts, fmt.Sprintf("%s: grid %v, %d threads, %d B LDS, ~%d regs", s.Func.Name, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// compileAll emits and compiles every kernel of the plans at once, so
+// that timing them afterwards finds each in the JIT cache.
+func compileAll(g *backend.GPU, plans []*ops.Plan) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, p := range plans {
+		for _, s := range p.Steps {
+			wg.Go(func() {
+				ek, err := emit.Emit(s.Func, backend.Comment(p, s))
+				if err == nil {
+					_, _, err = g.Compiler.Compile(context.Background(), ek.Source, g.T, ek.Name)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// tunedSchedule is the schedule the tuning cache holds for a call, if
+// any holds at its shape; warnings go to w.
+func tunedSchedule(c *ops.Call, w io.Writer) schedule.Params {
+	path, err := tune.DefaultPath()
+	if err != nil {
+		return nil
+	}
+	cache, warns := tune.Load(path)
+	for _, m := range warns {
+		fmt.Fprintln(w, "fp8gen:", m)
+	}
+	if cache.Len() == 0 {
+		return nil
+	}
+	ident, err := (&runtime.Compiler{}).Identity(context.Background(), c.Target)
+	if err != nil {
+		return nil // no compiler for the target: no tuned entry applies
+	}
+	e, ok := cache.Lookup(tune.Key{Op: c.Op.Name, Options: c.Options.String(), Target: c.Target.Name, Class: tune.Class(c.Op, c.Shape), Compiler: ident})
+	if !ok {
+		return nil
+	}
+	if err := c.CheckSchedule(e.Params()); err != nil {
+		fmt.Fprintf(w, "fp8gen: tuning cache %s: the schedule %v tuned for %s does not hold at %v (%v); using the default\n", path, e.Schedule, e.Class, c.Shape, err)
+		return nil
+	}
+	return e.Params()
+}

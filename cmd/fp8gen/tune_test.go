@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fp8gen/fp8gen/backend"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/target"
+	"github.com/fp8gen/fp8gen/tune"
+)
+
+// Without a GPU, tune lists the candidates it would time, says that it
+// timed nothing, and leaves the cache alone.
+func TestTuneWithoutGPU(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "tune.json")
+	args := []string{"tune", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942", "--cache", cache, "--explain"}
+	code, out, errs := fp8gen(t, args...)
+	if !strings.Contains(out+errs, "no GPU") {
+		t.Skip("a GPU is here: tune measures (the GPU tests cover it)")
+	}
+	want(t, args, code, 0, out+errs, "rowwise_cast at M=64,K=256 on gfx942", "feasible candidates", "nothing timed, the cache unchanged", "  1. ")
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Errorf("tune without a GPU wrote %s", cache)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tune", "rowwise_cast", "--budget", "9"}, "--budget 9: want 1 to 8"},
+		{[]string{"tune", "rowwise_cast", "--schedule", "WARPS=4"}, "tune chooses the schedule"},
+		{[]string{"tune", "nosuch"}, "nosuch"},
+		{[]string{"tune", "rowwise_cast", "--shape", "M=0,K=4"}, "must be positive"},
+	} {
+		code, out, errs := fp8gen(t, c.args...)
+		want(t, c.args, code, 2, out+errs, c.want)
+	}
+}
+
+// run takes its schedule from the tuning cache where an entry holds for
+// the call's class, target and compiler, and says so; an entry whose
+// schedule does not hold at the shape is reported and not used.
+func TestRunUsesTuningCache(t *testing.T) {
+	tg, _ := target.Lookup("gfx942")
+	ident, err := (&runtime.Compiler{}).Identity(context.Background(), tg)
+	if err != nil {
+		if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("no hipcc to name the compiler: %v", err)
+	}
+	op, _ := ops.Lookup("rowwise_cast")
+	sh := ops.Shape{"M": 64, "K": 256}
+	c, _ := op.NewCall(tg, sh, nil)
+	path := filepath.Join(t.TempDir(), "tune.json")
+	t.Setenv("FP8GEN_TUNE_CACHE", path)
+	cache := tune.New()
+	key := tune.Key{Op: op.Name, Options: c.Options.String(), Target: "gfx942", Class: tune.Class(op, sh), Compiler: ident}
+	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "ROWS": 2, "WARPS": 2}})
+	if err := cache.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	args := cpu("run", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942")
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
+	// The same class at K=200: the two-pass entry still holds; a one-pass
+	// entry with BLOCK_K below K does not.
+	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 64, "LOOP": 0, "ROWS": 2, "WARPS": 2}})
+	if err := cache.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "does not hold at", "using the default", "bit-exact")
+	if strings.Contains(out, "schedule from the tuning cache") {
+		t.Errorf("a schedule that does not hold was used:\n%s", out)
+	}
+}
+
+// On the GPU: tune times, keeps the fastest, answers from the cache the
+// second time (quickly) and run then takes the tuned schedule.
+func TestGPUTune(t *testing.T) {
+	g, err := backend.OpenGPU()
+	if err != nil {
+		if backend.IsNoDevice(err) && os.Getenv("FP8GEN_REQUIRE_GPU") != "1" {
+			t.Skip("no GPU")
+		}
+		t.Fatal(err)
+	}
+	g.Close()
+	path := filepath.Join(t.TempDir(), "tune.json")
+	t.Setenv("FP8GEN_TUNE_CACHE", path)
+	args := []string{"tune", "rowwise_cast", "--shape", "M=1024,K=4096", "--budget", "4"}
+	start := time.Now()
+	code, out, errs := fp8gen(t, args...)
+	cold := time.Since(start)
+	want(t, args, code, 0, out+errs, "timed 4", "kept ")
+	start = time.Now()
+	code, out, errs = fp8gen(t, args...)
+	warm := time.Since(start)
+	want(t, args, code, 0, out+errs, "cached: ")
+	t.Logf("cold tune %v, warm %v", cold, warm)
+	if cold > 10*time.Second {
+		t.Errorf("a cold tune of 4 candidates took %v; the target is 10 s for 8", cold)
+	}
+	run := []string{"run", "rowwise_cast", "--shape", "M=1024,K=4096", "--device", "gpu"}
+	code, out, errs = fp8gen(t, run...)
+	want(t, run, code, 0, out+errs, "schedule from the tuning cache", "bit-exact")
+}

@@ -1,0 +1,191 @@
+// Package tune keeps measured schedules: a tuning cache, a readable JSON
+// file a user can commit and ship, mapping (op, options, target, shape
+// class, compiler) to the schedule that ran fastest there. fp8gen tune
+// fills it on a GPU; run, bench and the launchers look their schedule up
+// in it before falling back to the op's preferred candidate.
+//
+// A shape class groups the shapes one schedule suits: each size rounded
+// up to a power of two, with the power of two up to 16 that divides it
+// (the specialization the kernels are compiled for). A looked-up schedule
+// is still held to the op's constraints at the actual shape; one that
+// fails them is not used.
+//
+// The cache is never trusted blindly: a file that is not valid JSON, of
+// another version, or entries naming unknown ops or knobs are reported in
+// one line each and ignored.
+package tune
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math/bits"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fp8gen/fp8gen/internal/atomicfile"
+	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/schedule"
+)
+
+// Version is the cache file's format version.
+const Version = 1
+
+// Key is what a tuned schedule holds for.
+type Key struct {
+	Op       string `json:"op"`
+	Options  string `json:"options"` // ops.Options.String(), defaults filled in
+	Target   string `json:"target"`
+	Class    string `json:"class"`    // Class(op, shape)
+	Compiler string `json:"compiler"` // runtime.Compiler.Identity
+}
+
+// Entry is one tuned schedule with what its tuning measured.
+type Entry struct {
+	Key
+	Schedule map[string]int `json:"schedule"`
+	TimeUS   float64        `json:"time_us"` // the winner's median
+	Shape    string         `json:"shape"`   // the shape it was tuned at
+	Timed    int            `json:"timed"`   // candidates timed
+	GPU      string         `json:"gpu"`
+	Date     string         `json:"date"`
+}
+
+type file struct {
+	Version int     `json:"fp8gen_tune"`
+	Entries []Entry `json:"entries"`
+}
+
+// Cache is a tuning cache in memory.
+type Cache struct {
+	entries map[Key]Entry
+}
+
+// Class is a shape's class: each size rounded up to a power of two, and
+// its power-of-two divisor up to 16, in the op's size order
+// ("M=8192/16,K=8192/16").
+func Class(op *ops.Op, sh ops.Shape) string {
+	div := ops.Divisors(sh)
+	var parts []string
+	for _, n := range op.Sizes {
+		v := sh[n]
+		p := 1
+		if v > 1 {
+			p = 1 << bits.Len(uint(v-1))
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d/%d", n, p, div[n]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// New is an empty cache.
+func New() *Cache { return &Cache{entries: map[Key]Entry{}} }
+
+// Load reads path; a missing file is an empty cache. What cannot be
+// trusted is left out, each with a one-line warning.
+func Load(path string) (*Cache, []string) {
+	c := New()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, []string{fmt.Sprintf("tuning cache %s: %v; ignored", path, err)}
+	}
+	var f file
+	if err := json.Unmarshal(data, &f); err != nil {
+		return c, []string{fmt.Sprintf("tuning cache %s: not valid JSON (%v); ignored", path, err)}
+	}
+	if f.Version != Version {
+		return c, []string{fmt.Sprintf("tuning cache %s: format version %d, want %d; ignored", path, f.Version, Version)}
+	}
+	var warn []string
+	for i, e := range f.Entries {
+		if why := check(e); why != "" {
+			warn = append(warn, fmt.Sprintf("tuning cache %s: entry %d (%s %s on %s): %s; ignored", path, i, e.Op, e.Class, e.Target, why))
+			continue
+		}
+		c.entries[e.Key] = e
+	}
+	return c, warn
+}
+
+// check says why an entry cannot be used anywhere, or "".
+func check(e Entry) string {
+	op, err := ops.Lookup(e.Op)
+	if err != nil {
+		return "no such op"
+	}
+	if e.Compiler == "" || e.Target == "" || e.Class == "" {
+		return "no compiler, target or class"
+	}
+	for k := range e.Schedule {
+		if !slices.ContainsFunc(op.Knobs, func(n schedule.Knob) bool { return n.Name == k }) {
+			return "unknown knob " + k
+		}
+	}
+	if len(e.Schedule) != len(op.Knobs) {
+		return "not every knob given"
+	}
+	return ""
+}
+
+// Lookup is the tuned schedule for k, if any.
+func (c *Cache) Lookup(k Key) (Entry, bool) {
+	e, ok := c.entries[k]
+	return e, ok
+}
+
+// Put records an entry, replacing one of the same key.
+func (c *Cache) Put(e Entry) { c.entries[e.Key] = e }
+
+// Len is the number of entries.
+func (c *Cache) Len() int { return len(c.entries) }
+
+// Save writes the cache to path atomically, entries sorted by key.
+func (c *Cache) Save(path string) error {
+	f := file{Version: Version}
+	for _, k := range slices.SortedFunc(maps.Keys(c.entries), func(a, b Key) int {
+		return strings.Compare(keyString(a), keyString(b))
+	}) {
+		f.Entries = append(f.Entries, c.entries[k])
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(data, '\n'))
+}
+
+func keyString(k Key) string {
+	return strings.Join([]string{k.Op, k.Target, k.Options, k.Class, k.Compiler}, "\x00")
+}
+
+// DefaultPath is where the cache lives: $FP8GEN_TUNE_CACHE, or
+// fp8gen/tune.json in the user's cache folder.
+func DefaultPath() (string, error) {
+	if p := os.Getenv("FP8GEN_TUNE_CACHE"); p != "" {
+		return p, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("tune: no cache folder (set $FP8GEN_TUNE_CACHE): %w", err)
+	}
+	return d + string(os.PathSeparator) + "fp8gen" + string(os.PathSeparator) + "tune.json", nil
+}
+
+// Params is an entry's schedule.
+func (e Entry) Params() schedule.Params { return schedule.Params(maps.Clone(e.Schedule)) }
+
+// ShapeText writes a shape in the op's size order, as Class does.
+func ShapeText(op *ops.Op, sh ops.Shape) string {
+	var parts []string
+	for _, n := range op.Sizes {
+		parts = append(parts, n+"="+strconv.Itoa(sh[n]))
+	}
+	return strings.Join(parts, ",")
+}

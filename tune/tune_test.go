@@ -1,0 +1,94 @@
+package tune
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/ops"
+)
+
+func TestClass(t *testing.T) {
+	rw, _ := ops.Lookup("rowwise_cast")
+	for _, c := range []struct {
+		sh   ops.Shape
+		want string
+	}{
+		{ops.Shape{"M": 8192, "K": 8192}, "M=8192/16,K=8192/16"},
+		{ops.Shape{"M": 5000, "K": 7168}, "M=8192/8,K=8192/16"},
+		{ops.Shape{"M": 1, "K": 33}, "M=1/1,K=64/1"},
+	} {
+		if got := Class(rw, c.sh); got != c.want {
+			t.Errorf("Class(%v) = %s; want %s", c.sh, got, c.want)
+		}
+	}
+}
+
+func entry(op string, sched map[string]int) Entry {
+	return Entry{Key: Key{Op: op, Options: "fp8=e4m3,in=bf16,pow2=false", Target: "sm_90", Class: "M=8192/16,K=8192/16", Compiler: "nvcc Cuda compilation tools, release 12.8"},
+		Schedule: sched, TimeUS: 60.9, Shape: "M=8192,K=8192", Timed: 8, GPU: "NVIDIA H200", Date: "2026-12-01"}
+}
+
+func TestSaveLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	c, warn := Load(path)
+	if c.Len() != 0 || len(warn) != 0 {
+		t.Fatalf("a missing file: %d entries, warnings %v", c.Len(), warn)
+	}
+	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8})
+	c.Put(e)
+	c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "WARPS": 8}))
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, warn := Load(path)
+	if len(warn) != 0 || back.Len() != 2 {
+		t.Fatalf("read back %d entries, warnings %v", back.Len(), warn)
+	}
+	got, ok := back.Lookup(e.Key)
+	if !ok || got.Schedule["WARPS"] != 8 || got.TimeUS != 60.9 {
+		t.Errorf("lookup: %+v, %v", got, ok)
+	}
+	other := e.Key
+	other.Compiler = "nvcc Cuda compilation tools, release 13.0"
+	if _, ok := back.Lookup(other); ok {
+		t.Error("an entry tuned with another compiler was found")
+	}
+	// Saving is deterministic, sorted by key.
+	first, _ := os.ReadFile(path)
+	back.Save(path)
+	second, _ := os.ReadFile(path)
+	if string(first) != string(second) || strings.Index(string(first), "colwise_cast") > strings.Index(string(first), "rowwise_cast") {
+		t.Errorf("the file is not sorted or not stable:\n%s", first)
+	}
+}
+
+// A corrupt or foreign file is reported in one line and ignored; a bad
+// entry is dropped and the rest kept.
+func TestLoadDistrusts(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc 12", "schedule": {"BLOCK_K": 1, "LOOP": 0, "ROWS": 1, "WARPS": 1}}`
+	for _, c := range []struct {
+		name, text, want string
+		n                int
+	}{
+		{"bad json", `{"fp8gen_tune": 1, "entries": [`, "not valid JSON", 0},
+		{"version", `{"fp8gen_tune": 2, "entries": []}`, "format version 2, want 1", 0},
+		{"no version", `{"entries": []}`, "format version 0, want 1", 0},
+		{"unknown op", `{"fp8gen_tune": 1, "entries": [` + good + `, {"op": "nosuch", "class": "c", "target": "t", "compiler": "c"}]}`, "entry 1 (nosuch c on t): no such op", 1},
+		{"unknown knob", `{"fp8gen_tune": 1, "entries": [{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc", "schedule": {"BLOCK": 1}}, ` + good + `]}`, "unknown knob BLOCK", 1},
+		{"knob missing", `{"fp8gen_tune": 1, "entries": [{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc", "schedule": {"WARPS": 1}}]}`, "not every knob given", 0},
+		{"no compiler", `{"fp8gen_tune": 1, "entries": [{"op": "rowwise_cast", "target": "sm_90", "class": "c", "schedule": {}}]}`, "no compiler, target or class", 0},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
+		os.WriteFile(path, []byte(c.text), 0o644)
+		cache, warn := Load(path)
+		if len(warn) != 1 || !strings.Contains(warn[0], c.want) || strings.Contains(warn[0], "\n") {
+			t.Errorf("%s: warnings %q; want one line with %q", c.name, warn, c.want)
+		}
+		if cache.Len() != c.n {
+			t.Errorf("%s: %d entries kept; want %d", c.name, cache.Len(), c.n)
+		}
+	}
+}
