@@ -169,6 +169,11 @@ func TestParseRefuses(t *testing.T) {
 		{`"kind": "size"`, `"kind": "scalar"`, "is neither a tensor nor a size"},
 		{`"index_bits": 32`, `"index_bits": 16`, "index_bits 16"},
 		{`"expr": "`, `"expr": "WARPS + `, "reads WARPS, which is not a size"},
+		{`"dtype": "bf16"`, `"dtype": "f16"`, `dtype "f16": want f32, bf16`},
+		{`"name": "K",`, `"name": "M",`, "size M given twice"},
+		{`"block": [
+        256,`, `"block": [
+        0,`, "want positive extents"},
 	} {
 		bad := strings.Replace(string(js), c.from, c.to, 1)
 		if bad == string(js) {
@@ -251,5 +256,32 @@ func TestWriteRead(t *testing.T) {
 	tg, _ = target.Lookup("gfx942")
 	if err := b.CheckDevice(tg); err == nil || !strings.Contains(err.Error(), "compiled for gfx940; this device is gfx942") {
 		t.Errorf("a gfx940 code object on gfx942: %v", err)
+	}
+}
+
+// Exporting again into a folder leaves no file of the earlier export the
+// new manifest does not name.
+func TestWriteReplacesExport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "x")
+	b := bundle(t, "rowwise_cast", "gfx942", nil, nil)
+	b.Object = []byte("object")
+	b.Manifest.CodeObject = &CodeObject{File: File{File: "rowwise_cast.gfx940.hsaco", SHA256: Hash(b.Object)}, Arch: "gfx940", Compiler: "test"}
+	if err := b.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	b2 := bundle(t, "rowwise_cast", "gfx942", nil, nil)
+	if err := b2.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 {
+		t.Errorf("after exporting without a code object: %v; want the manifest and the source", names)
+	}
+	if _, err := Read(dir); err != nil {
+		t.Error(err)
 	}
 }

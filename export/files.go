@@ -73,9 +73,26 @@ func (b *Bundle) Compile(ctx context.Context, c *runtime.Compiler, arch string) 
 }
 
 // Write puts the bundle's files in dir (created if missing), all or none.
-func (b *Bundle) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// Files an earlier export there named and this one does not (a code
+// object of another arch) are removed, so the folder holds one export.
+func (b *Bundle) Write(dir string) (err error) {
+	created := false
+	if _, serr := os.Stat(dir); os.IsNotExist(serr) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		created = true
+	}
+	defer func() {
+		if err != nil && created {
+			os.Remove(dir) // only if still empty
+		}
+	}()
+	var stale []string
+	if old, rerr := os.ReadFile(filepath.Join(dir, ManifestFile)); rerr == nil {
+		if m, perr := Parse(old); perr == nil {
+			stale = append(stale, m.Source.File, codeObjectName(m))
+		}
 	}
 	js, err := b.Manifest.Marshal()
 	if err != nil {
@@ -93,7 +110,15 @@ func (b *Bundle) Write(dir string) error {
 			}
 		}
 	}
-	return set.Commit()
+	if err := set.Commit(); err != nil {
+		return err
+	}
+	for _, name := range stale {
+		if _, ours := files[name]; name != "" && !ours && filepath.Base(name) == name {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+	return nil
 }
 
 func codeObjectName(m *Manifest) string {

@@ -179,7 +179,7 @@ func New(p *ops.Plan) (*Bundle, error) {
 	for k, v := range p.Schedule {
 		fixed[k] = int64(v)
 	}
-	for _, c := range append(slices.Clone(op.SizeRules), op.Constraints...) {
+	for _, c := range append(p.Rules(), op.Constraints...) {
 		b := c.Cond.Bind(fixed)
 		if v, err := b.Eval(nil); err == nil && v != 0 {
 			continue // holds at every shape
@@ -198,7 +198,7 @@ func New(p *ops.Plan) (*Bundle, error) {
 			init := a.Init
 			t.Init = &init
 			if a.Status != nil {
-				t.Status = a.Doc
+				t.Status = a.Doc // op.check requires it
 			}
 		}
 		m.Tensors = append(m.Tensors, t)
@@ -283,6 +283,9 @@ func (m *Manifest) Validate() error {
 		if s.MultipleOf < 1 {
 			return bad("size %s: multiple_of %d: want at least 1", s.Name, s.MultipleOf)
 		}
+		if sizes[s.Name] {
+			return bad("size %s given twice", s.Name)
+		}
 		sizes[s.Name] = true
 	}
 	reads := func(what string, e expr.Expr) error {
@@ -309,6 +312,15 @@ func (m *Manifest) Validate() error {
 		if (t.Role == "scratch") != (t.Init != nil) {
 			return bad("tensor %s: init is for scratch tensors, and every scratch has one", t.Name)
 		}
+		if t.Status != "" && t.Role != "scratch" {
+			return bad("tensor %s: a status word must be scratch", t.Name)
+		}
+		if !slices.Contains([]string{"f32", "bf16", "i32", "i64", "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz"}, t.DType) {
+			return bad("tensor %s: dtype %q: want f32, bf16, i32, i64 or an FP8 format", t.Name, t.DType)
+		}
+		if tensors[t.Name] {
+			return bad("tensor %s given twice", t.Name)
+		}
 		for _, d := range t.Shape {
 			if err := reads("shape of "+t.Name, d); err != nil {
 				return err
@@ -323,6 +335,11 @@ func (m *Manifest) Validate() error {
 		for _, g := range k.Grid {
 			if err := reads("grid of "+k.Symbol, g); err != nil {
 				return err
+			}
+		}
+		for _, b := range k.Block {
+			if b < 1 {
+				return bad("kernel %s: block %v: want positive extents", k.Symbol, k.Block)
 			}
 		}
 		for _, p := range k.Params {

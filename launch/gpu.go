@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/fp8gen/fp8gen/export"
 	"github.com/fp8gen/fp8gen/ops"
@@ -18,7 +19,7 @@ func (r *Runner) kernel(ctx context.Context, b *export.Bundle, k export.Kernel) 
 		return rk, nil
 	}
 	img := b.Object
-	if b.Manifest.CodeObject == nil || b.Manifest.CodeObject.Arch != r.target.Name {
+	if b.Manifest.CodeObject == nil || b.Manifest.CodeObject.Arch != r.arch() {
 		var err error
 		if img, _, err = r.Compiler.Compile(ctx, b.Source, r.target, k.Symbol); err != nil {
 			return nil, err
@@ -42,6 +43,13 @@ func (r *Runner) kernel(ctx context.Context, b *export.Bundle, k export.Kernel) 
 		r.kernels[mk.Symbol] = rk
 	}
 	return r.kernels[k.Symbol], nil
+}
+
+// arch is the device's own architecture, which a code object must be
+// built for: gfx940 for a gfx940 under the gfx942 target, say.
+func (r *Runner) arch() string {
+	a, _, _ := strings.Cut(r.dev.Props().Arch, ":") // gfx942:sramecc+:xnack- → gfx942
+	return a
 }
 
 func (r *Runner) runGPU(ctx context.Context, b *export.Bundle, call *ops.Call, sh map[string]int64, ts Tensors) error {

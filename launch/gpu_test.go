@@ -22,7 +22,8 @@ func gpuRunner(t *testing.T) *Runner {
 	return r
 }
 
-// On the GPU, every op's export runs bit-exact against the reference,
+// On the GPU, every op's export matches the reference (bit for bit, or
+// within the op's allowance),
 // from host tensors and from device buffers, and leaves no device memory
 // behind.
 func TestGPUExportsMatchReference(t *testing.T) {

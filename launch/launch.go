@@ -129,7 +129,16 @@ func (op *Op) Manifests(t string) []*export.Manifest {
 	return out
 }
 
-// pick is the first of the target's exports whose class holds the shape.
+// Pick is the export a call at sizes on target t runs: the first of the
+// target's exports whose class holds the shape.
+func (op *Op) Pick(t string, sizes Sizes) (*export.Manifest, error) {
+	b, _, err := op.pick(t, sizes)
+	if err != nil {
+		return nil, err
+	}
+	return b.Manifest, nil
+}
+
 func (op *Op) pick(t string, sizes Sizes) (*export.Bundle, map[string]int64, error) {
 	bs := op.bundles[t]
 	if len(bs) == 0 {
@@ -259,6 +268,29 @@ func (op *Op) call(t *target.Target, m *export.Manifest, sizes Sizes) (*ops.Call
 	if err != nil {
 		return nil, err
 	}
+	// The export must describe the op as this fp8gen has it, tensor for
+	// tensor, or its checks and this fp8gen's reading of the tensors part.
+	specs := c.Specs()
+	sh := map[string]int64{}
+	for k, v := range sizes {
+		sh[k] = int64(v)
+	}
+	skew := func(what string) error {
+		return fmt.Errorf("launch: %s's export for %s does not match this fp8gen's op (%s); export it again", m.Op, t.Name, what)
+	}
+	if len(specs) != len(m.Tensors) {
+		return nil, skew(fmt.Sprintf("%d tensors, this fp8gen's has %d", len(m.Tensors), len(specs)))
+	}
+	for i, s := range specs {
+		mt := m.Tensors[i]
+		dims, err := export.DimsAt(mt, sh)
+		if err != nil {
+			return nil, err
+		}
+		if mt.Name != s.Name || mt.Role != s.Role.String() || mt.DType != s.DType.String() || !slices.Equal(dims, int64s(s.Shape)) {
+			return nil, skew(fmt.Sprintf("tensor %d is %s %s %s %v, this fp8gen's %s %s %s %v", i, mt.Role, mt.DType, mt.Name, dims, s.Role, s.DType, s.Name, s.Shape))
+		}
+	}
 	return c.With(schedule.Params(m.Schedule)), nil
 }
 
@@ -364,6 +396,13 @@ func (op *Op) plan(t *target.Target, m *export.Manifest) (*ops.Plan, error) {
 	}
 	if !slices.Equal(have, want) {
 		return nil, fmt.Errorf("launch: %s for %s: the export holds kernels %s, but this fp8gen builds %s; export it again", m.Op, t.Name, strings.Join(want, ", "), strings.Join(have, ", "))
+	}
+	// The symbols name the variant, not the code: the interpreter must run
+	// the very source the export holds.
+	if b, err := export.New(p); err != nil {
+		return nil, err
+	} else if export.Hash([]byte(b.Source)) != m.Source.SHA256 {
+		return nil, fmt.Errorf("launch: %s for %s: the export's source is not what this fp8gen writes for its kernels %s; export it again", m.Op, t.Name, strings.Join(want, ", "))
 	}
 	op.plans[m.Kernels[0].Symbol] = p
 	return p, nil

@@ -51,7 +51,7 @@ import (
 //
 // A float sum's association follows the schedule, so the kernels match
 // the plain-Go references (which sum in float64) within a bf16 ulp, or a
-// few float32 ulps of the terms where they cancel (see qkAllowance); the
+// few float32 ulps of the terms where they cancel (the Allowance); the
 // interpreter and every GPU give the same bits for one schedule.
 
 // qkOptions are the choices both directions take.
@@ -187,6 +187,7 @@ var QKNormRope = register(&Op{
 	Knobs:       qkKnobs,
 	Constraints: qkConstraints,
 	SizeRules:   qkSizeRules,
+	OptionRules: qkThetaRule,
 	Candidates:  qkCandidates(),
 	Ceiling:     e("100"),
 	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
@@ -205,7 +206,7 @@ var QKNormRope = register(&Op{
 	FillInputs: qkInputs,
 	Validate:   qkValidate,
 	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkForward(c, in); return out },
-	Allowance:  func(c *Call, in map[string]*Tensor) map[string][]float64 { _, a := qkForward(c, in); return a },
+	Allowance:  func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkForward(c, in); return a },
 })
 
 var QKNormRopeBwd = register(&Op{
@@ -233,6 +234,7 @@ var QKNormRopeBwd = register(&Op{
 	Knobs:       qkKnobs,
 	Constraints: qkConstraints,
 	SizeRules:   qkSizeRules,
+	OptionRules: qkThetaRule,
 	Candidates:  qkCandidates(),
 	Ceiling:     e("100"),
 	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
@@ -251,7 +253,7 @@ var QKNormRopeBwd = register(&Op{
 	FillInputs: qkInputs,
 	Validate:   qkValidate,
 	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkBackward(c, in); return out },
-	Allowance:  func(c *Call, in map[string]*Tensor) map[string][]float64 { _, a := qkBackward(c, in); return a },
+	Allowance:  func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkBackward(c, in); return a },
 })
 
 // qkInputs: real RoPE tables (θ = 10000) and weights near 1; adversarial,
@@ -370,18 +372,20 @@ func trig(c *Call, in map[string]*Tensor, pos, i, d int) (float64, float64) {
 	return in["cos"].Float(pos*d + i), in["sin"].Float(pos*d + i)
 }
 
-// maxTheta bounds positions with angles=theta: with inv_freq ≤ 1 the
+// maxThetaPos bounds positions with angles=theta: with inv_freq ≤ 1 the
 // angles stay below 10^5, where the kernels' reduction is exact.
 const maxThetaPos = 65536
 
-// qkValidate: with angles=theta, positions below 65536 and inverse
-// frequencies in [0, 1].
+// qkThetaRule keeps angles=theta's positions where its reduction is
+// exact; it is in every manifest of that option.
+var qkThetaRule = []OptionRule{{When: "angles=theta", Constraint: schedule.Constraint{
+	Cond: e("S <= " + strconv.Itoa(maxThetaPos)), Why: "with angles=theta, positions must stay below 65536 (use the tables)"}}}
+
+// qkValidate: with angles=theta, inverse frequencies in [0, 1] (checked
+// on the host only: a caller's device buffer is not read).
 func qkValidate(c *Call, in map[string]*Tensor) error {
 	if c.Opt("angles") != "theta" {
 		return nil
-	}
-	if s := c.Size("S"); s > maxThetaPos {
-		return fmt.Errorf("angles=theta: S=%d; positions must stay below %d (use the tables)", s, maxThetaPos)
 	}
 	f := in["inv_freq"]
 	for i := 0; i < f.Elems(); i++ {
@@ -402,18 +406,24 @@ func rrms(c *Call, t []float64) float64 {
 	return f32(1 / f32(math.Sqrt(f32(f32(f32(ss)/float64(len(t)))+qkEps(c)))))
 }
 
-// qkForward is the forward reference, and for each output element the
-// error a float32 computation of it may carry beyond rounding: a few
-// ulps of the terms that cancel.
-func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][]float64) {
+// qkForward is the forward reference, and for q and k their values
+// before the bf16 rounding with the error a float32 computation may add:
+// 2^-20 of the terms (they may cancel), and with round_norm whatever the
+// neighbouring bf16 roundings of n change where n lies that near a
+// rounding boundary.
+func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]Allow) {
 	l := qkLayoutOf(c)
 	out := Tensors(c.SpecsOf(Output, Scratch))
-	allow := map[string][]float64{}
-	for _, n := range []string{"q", "k", "v"} {
-		allow[n] = make([]float64, out[n].Elems())
+	allow := map[string]Allow{}
+	for _, n := range []string{"q", "k"} {
+		allow[n] = Allow{Value: make([]float64, out[n].Elems()), Slack: make([]float64, out[n].Elems())}
 	}
 	x := in["qkv"]
 	t, n := make([]float64, l.d), make([]float64, l.d)
+	// Without round_norm, n is one value; with it, the roundings of n's
+	// neighbours within 2^-20 (the kernels' f32 n may be any of them).
+	lo, hi := make([]float64, l.d), make([]float64, l.d)
+	rb := func(v float64) float64 { return float64(refnum.BF16ToF32(refnum.BF16(float32(v)))) }
 	for hr := 0; hr < l.rows; hr++ {
 		_, kind, pos, o := l.head(hr)
 		name := [...]string{"q", "k", "v"}[kind]
@@ -430,8 +440,10 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][
 		r := rrms(c, t)
 		for i := range n {
 			n[i] = f32(f32(t[i]*r) * w.Float(i))
+			lo[i], hi[i] = n[i], n[i]
 			if c.Flag("round_norm") {
-				n[i] = float64(refnum.BF16ToF32(refnum.BF16(float32(n[i]))))
+				lo[i], hi[i] = rb(n[i]-math.Abs(n[i])/(1<<20)), rb(n[i]+math.Abs(n[i])/(1<<20))
+				n[i] = rb(n[i])
 			}
 		}
 		for i := range n {
@@ -439,28 +451,28 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][
 			cs, sn := trig(c, in, pos, i, l.d)
 			a, b := f32(n[i]*cs), f32(sign*n[p]*sn)
 			out[name].SetBits(o+i, uint64(refnum.BF16(float32(a+b))))
-			allow[name][o+i] = qkSlack(c) * (math.Abs(a) + math.Abs(b))
+			v, base := a+b, (math.Abs(a)+math.Abs(b))/(1<<20)
+			slack := base
+			for _, ni := range []float64{lo[i], hi[i]} {
+				for _, np := range []float64{lo[p], hi[p]} {
+					slack = max(slack, math.Abs(ni*cs+sign*np*sn-v)+base)
+				}
+			}
+			allow[name].Value[o+i], allow[name].Slack[o+i] = v, slack
 		}
 	}
 	return out, allow
 }
 
-// qkSlack is the error, relative to the terms, that float32 and the
-// sum's association leave: 2^-20; with round_norm, a bf16 ulp of n
-// (2^-8), since the f32 n and the reference's may round to neighbours.
-func qkSlack(c *Call) float64 {
-	if c.Flag("round_norm") {
-		return 1.0 / 128
-	}
-	return 1.0 / (1 << 20)
-}
-
 // qkBackward is the backward reference, with the allowances as above.
-func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string][]float64) {
+func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]Allow) {
 	l := qkLayoutOf(c)
 	out := Tensors(c.SpecsOf(Output))
 	dx := out["d_qkv"]
-	allow := map[string][]float64{"d_qkv": make([]float64, dx.Elems()), "d_q_weight": make([]float64, l.d), "d_k_weight": make([]float64, l.d)}
+	allow := map[string]Allow{}
+	for _, n := range []string{"d_qkv", "d_q_weight", "d_k_weight"} {
+		allow[n] = Allow{Value: make([]float64, out[n].Elems()), Slack: make([]float64, out[n].Elems())}
+	}
 	x := in["qkv"]
 	dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 	dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
@@ -470,6 +482,7 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 		if kind == 2 {
 			for i := 0; i < l.d; i++ {
 				setRef(dx, hr*l.d+i, in["dv"].Float(o+i))
+				allow["d_qkv"].Value[hr*l.d+i] = in["dv"].Float(o + i)
 			}
 			continue
 		}
@@ -501,14 +514,16 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 		mean := f32(f32(dot) / float64(l.d))
 		for i := range dxh {
 			m := f32(xh[i] * mean)
-			setRef(dx, hr*l.d+i, f32(f32(dxh[i]-m)*r))
-			allow["d_qkv"][hr*l.d+i] = math.Abs(r) * (math.Abs(dxh[i])/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
+			v := f32(dxh[i]-m) * r
+			setRef(dx, hr*l.d+i, v)
+			allow["d_qkv"].Value[hr*l.d+i] = v
+			allow["d_qkv"].Slack[hr*l.d+i] = math.Abs(r) * (math.Abs(dxh[i])/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
 		}
 	}
 	for k, name := range []string{"d_q_weight", "d_k_weight"} {
 		for i := 0; i < l.d; i++ {
 			out[name].Set(i, dw[k][i])
-			allow[name][i] = 1e-5 * dwAbs[k][i]
+			allow[name].Value[i], allow[name].Slack[i] = dw[k][i], 1e-5*dwAbs[k][i]
 		}
 	}
 	return out, allow

@@ -37,7 +37,7 @@ func TestQKNormRefuses(t *testing.T) {
 func qkCase(t *testing.T, op *Op, o Options, seed uint64) (*Call, map[string]*Tensor) {
 	t.Helper()
 	tg, _ := target.Lookup("sm_90")
-	c, err := op.NewCall(tg, Shape{"B": 1, "S": 2, "HQ": 2, "HKV": 1, "D": 64}, o)
+	c, err := op.NewCall(tg, Shape{"B": 2, "S": 3, "HQ": 2, "HKV": 1, "D": 64}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,11 +240,17 @@ func TestQKThetaRefuses(t *testing.T) {
 		bad  float64
 		want string
 	}{
-		{Shape{"B": 1, "S": maxThetaPos + 1, "HQ": 1, "HKV": 1, "D": 64}, 0, "S=65537; positions must stay below 65536"},
+		{Shape{"B": 1, "S": maxThetaPos + 1, "HQ": 1, "HKV": 1, "D": 64}, 0, "with angles=theta, positions must stay below 65536"},
 		{Shape{"B": 1, "S": 4, "HQ": 1, "HKV": 1, "D": 64}, 2, "inv_freq[3] = 2: want a value in [0, 1]"},
 		{Shape{"B": 1, "S": 4, "HQ": 1, "HKV": 1, "D": 64}, math.NaN(), "inv_freq[3] = NaN"},
 	} {
 		call, err := QKNormRope.NewCall(tg, c.sh, Options{"angles": "theta"})
+		if c.bad == 0 { // a size rule: refused when the call is made
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: %v; want %q", c.sh, err, c.want)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,6 +260,49 @@ func TestQKThetaRefuses(t *testing.T) {
 		}
 		if err := call.CheckInputs(in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v; want %q", c.sh, err, c.want)
+		}
+	}
+}
+
+// Token order, derived apart from the reference's layout code: in bshd
+// the token (b, s) is qkv's row b·S+s and q's [b, s]; in sbhd both are
+// row s·B+b; either way its position is s. With cos[s] = s+1 and sin = 0
+// (weights 1), q[token, h] is (s+1) times the head normalised.
+func TestQKPositions(t *testing.T) {
+	for _, order := range []string{"bshd", "sbhd"} {
+		c, in := qkCase(t, QKNormRope, Options{"order": order, "weight": "f32"}, 5)
+		bs, sl, d := c.Size("B"), c.Size("S"), c.Size("D")
+		hq, hkv := c.Size("HQ"), c.Size("HKV")
+		width := (hq + 2*hkv) * d
+		for i := 0; i < d; i++ {
+			in["q_weight"].Set(i, 1)
+		}
+		for s := 0; s < sl; s++ {
+			for i := 0; i < d; i++ {
+				in["cos"].Set(s*d+i, float64(s+1))
+				in["sin"].Set(s*d+i, 0)
+			}
+		}
+		q := c.Op.Reference(c, in)["q"]
+		for b := 0; b < bs; b++ {
+			for s := 0; s < sl; s++ {
+				row := b*sl + s
+				if order == "sbhd" {
+					row = s*bs + b
+				}
+				head := in["qkv"].Floats()[row*width : row*width+d] // query head 0
+				var ss float64
+				for _, v := range head {
+					ss += float64(v) * float64(v)
+				}
+				r := 1 / math.Sqrt(ss/float64(d)+1e-6)
+				for i := 0; i < d; i++ {
+					want := float64(head[i]) * r * float64(s+1)
+					if got := q.Float(row*hq*d + i); math.Abs(got-want) > math.Abs(want)/128 {
+						t.Fatalf("%s: q[b=%d, s=%d, head 0][%d] = %v; want %v", order, b, s, i, got, want)
+					}
+				}
+			}
 		}
 	}
 }

@@ -333,8 +333,6 @@ func TestCompilerTimeout(t *testing.T) {
 	}
 }
 
-// alive reports whether pid is a process that has not exited (a zombie
-// waiting for its parent to reap it counts as exited).
 // outlives reports whether pid is still running 2 s from now: a SIGKILL
 // is delivered asynchronously, so a process just killed may still run for
 // a moment after its killer has returned.
@@ -348,6 +346,8 @@ func outlives(pid int) bool {
 	return true
 }
 
+// alive reports whether pid is a process that has not exited (a zombie
+// waiting for its parent to reap it counts as exited).
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

@@ -62,6 +62,8 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 			obj = "code object " + b.Manifest.CodeObject.File.File + " (" + b.Manifest.CodeObject.Compiler + ")"
 		case *compile == "auto" && errors.Is(err, runtime.ErrNoCompiler):
 			obj = "no code object: " + err.Error()
+		case p.Target.CheckArch != "" && *objArch == "":
+			return fmt.Errorf("%w\n(a hipcc that knows no %s can build the stand-in %s with --object-arch %s; --compile no writes no code object)", err, p.Target.Name, p.Target.CheckArch, p.Target.CheckArch)
 		default:
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go/token"
 	"io"
 	"maps"
 	"os"
@@ -49,7 +50,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if *pkg == "" {
 		*pkg = os.Getenv("GOPACKAGE")
 	}
-	if *pkg == "" || !isIdent(*pkg) {
+	if *pkg == "" || !token.IsIdentifier(*pkg) {
 		return usagef("-package %q: want a Go package name (go generate sets $GOPACKAGE)", *pkg)
 	}
 	if len(specs) == 0 {
@@ -85,12 +86,22 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if slices.ContainsFunc(vs, func(w *variant) bool { return w.fn == v.fn }) {
-			return usagef("two SPECs make the launcher %s: name them (Func=OP…)", v.fn)
+		for _, w := range vs {
+			switch {
+			case w.fn == v.fn:
+				return usagef("two SPECs make the launcher %s: name them (Func=OP…)", v.fn)
+			case w.dir() == v.dir():
+				return usagef("the launchers %s and %s would share the exports folder %s: rename one", w.fn, v.fn, v.dir())
+			case w.fn+"Tensor" == v.fn || v.fn+"Tensor" == w.fn:
+				return usagef("the launchers %s and %s clash: %sTensor is %s's tensor allocator", w.fn, v.fn, min(w.fn, v.fn), min(w.fn, v.fn))
+			}
 		}
 		vs = append(vs, v)
 	}
 	stem := strings.TrimSuffix(filepath.Base(*out), ".go")
+	if !token.IsIdentifier(embedVar(stem)) {
+		return usagef("-o %s: the file's name must make a Go identifier (a letter first)", *out)
+	}
 	kdir := stem + "_kernels"
 	dir := filepath.Dir(*out)
 	// Build everything before writing anything.
@@ -118,6 +129,11 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 					}
 				}
 				class = append(class, b)
+			}
+			for _, prev := range e.classes {
+				if prev[0].Manifest.Kernels[0].Symbol == class[0].Manifest.Kernels[0].Symbol {
+					return usagef("%s: the shapes %s and %s make the same kernels (one class of shapes); keep one", v.spec, sizesText(prev[0].Manifest.Shape), sizesText(class[0].Manifest.Shape))
+				}
 			}
 			e.classes = append(e.classes, class)
 		}
@@ -155,19 +171,36 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	// Both or neither: the Go file is staged beside its path, the old
+	// exports moved aside, then the new ones and the Go file put in place;
+	// a failure puts the old ones back.
+	var set atomicfile.Set
+	if err := set.Stage(*out, src.Bytes()); err != nil {
+		return err
+	}
 	final := filepath.Join(dir, kdir)
 	old := tmp + ".old"
 	if err := os.Rename(final, old); err != nil && !os.IsNotExist(err) {
+		set.Abort()
 		return err
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	restore := func() {
+		os.RemoveAll(final)
 		os.Rename(old, final)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		set.Abort()
+		restore()
+		return err
+	}
+	if err := set.Commit(); err != nil {
+		restore()
 		return err
 	}
 	os.RemoveAll(old)
-	if err := atomicfile.WriteFile(*out, src.Bytes()); err != nil {
-		return err
-	}
 	_, err = fmt.Fprintf(stdout, "%s: %d launchers for %d targets; exports in %s\n", *out, len(vs), len(targets), final)
 	return err
 }
@@ -197,7 +230,7 @@ func parseSpec(s string) (*variant, error) {
 	v.op = op
 	v.fn = camel(op.Name)
 	if named {
-		if !isIdent(name) || !unicode.IsUpper(rune(name[0])) {
+		if !token.IsIdentifier(name) || !token.IsExported(name) {
 			return nil, usagef("SPEC %q: launcher name %q: want an exported Go identifier", s, name)
 		}
 		v.fn = name
@@ -221,6 +254,9 @@ func parseSpec(s string) (*variant, error) {
 	if hasShape {
 		v.shapes = nil
 		for _, one := range strings.Split(shape, "+") {
+			if strings.TrimSpace(one) == "" {
+				return nil, usagef("SPEC %q: an empty shape", s)
+			}
 			sh, err := parseShape(one)
 			if err != nil {
 				return nil, err
@@ -417,13 +453,4 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-func isIdent(s string) bool {
-	for i, r := range s {
-		if !(unicode.IsLetter(r) || r == '_' || i > 0 && unicode.IsDigit(r)) {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -85,6 +85,12 @@ func TestGenerateRefuses(t *testing.T) {
 		{[]string{"generate", "-o", out, "-package", "p", "rowwise_cast@M=0,K=3"}, "must be positive"},
 		{[]string{"generate", "-o", out, "-package", "p", "--targets", "gfx942", "--objects", "sm_90", "rowwise_cast"}, "--objects sm_90: not one of --targets"},
 		{[]string{"generate", "-o", out, "-package", "p", "--targets", "gfx942,gfx942", "rowwise_cast"}, "gfx942 given twice"},
+		{[]string{"generate", "-o", out, "-package", "p", "FooBar=rowwise_cast", "Foo_bar=rowwise_cast:fp8=e5m2"}, "would share the exports folder foo_bar"},
+		{[]string{"generate", "-o", out, "-package", "p", "X=rowwise_cast", "XTensor=colwise_cast"}, "XTensor is X's tensor allocator"},
+		{[]string{"generate", "-o", out, "-package", "p", "--targets", "sm_90", "rowwise_cast@M=2048,K=4096+M=4096,K=4096"}, "make the same kernels (one class of shapes)"},
+		{[]string{"generate", "-o", out, "-package", "p", "rowwise_cast@M=64,K=64+"}, "an empty shape"},
+		{[]string{"generate", "-o", out, "-package", "func", "rowwise_cast"}, "want a Go package name"},
+		{[]string{"generate", "-o", filepath.Join(dir, "1k.go"), "-package", "p", "rowwise_cast"}, "must make a Go identifier"},
 	} {
 		code, stdout, stderr := fp8gen(t, c.args...)
 		want(t, c.args, code, 2, stdout+stderr, c.want)
@@ -119,5 +125,32 @@ func TestGenerateObjects(t *testing.T) {
 	}
 	if co := b.Manifest.CodeObject; co == nil || co.Arch != "gfx940" || len(b.Object) == 0 {
 		t.Errorf("code object %+v", co)
+	}
+}
+
+// A Go file that cannot be written leaves the exports as they were.
+func TestGenerateBothOrNeither(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "k.go")
+	args := []string{"generate", "-o", out, "-package", "p", "--targets", "sm_90", "rowwise_cast"}
+	code, stdout, stderr := fp8gen(t, args...)
+	want(t, args, code, 0, stdout+stderr)
+	if fi, err := os.Stat(filepath.Join(dir, "k_kernels")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("k_kernels: %v, %v; want a folder of mode 0755", fi.Mode(), err)
+	}
+	// k.go replaced by a folder: the write must fail and change nothing.
+	os.Remove(out)
+	os.Mkdir(out, 0o755)
+	args = []string{"generate", "-o", out, "-package", "p", "--targets", "sm_90", "colwise_cast"}
+	code, stdout, stderr = fp8gen(t, args...)
+	if code == 0 {
+		t.Fatalf("generate over a folder named k.go: exit 0\n%s", stdout+stderr)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "k_kernels"))
+	if len(ents) != 1 || ents[0].Name() != "rowwise_cast" {
+		t.Errorf("after the failed run, k_kernels holds %v; want rowwise_cast as before", ents)
+	}
+	if all, _ := os.ReadDir(dir); len(all) != 2 {
+		t.Errorf("the failed run left %d entries in %s; want k.go and k_kernels", len(all), dir)
 	}
 }
