@@ -31,6 +31,7 @@ import (
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -56,8 +57,12 @@ type Manifest struct {
 	Constraints []Constraint   `json:"constraints"`
 	Tensors     []Tensor       `json:"tensors"`
 	Source      File           `json:"source"`
-	CodeObject  *CodeObject    `json:"code_object"`
-	Kernels     []Kernel       `json:"kernels"`
+	// CompileFlags are what compiling the source needs besides choosing
+	// the arch and the output (no fused multiply-adds, subnormals kept):
+	// without them the code computes other bits.
+	CompileFlags []string    `json:"compile_flags"`
+	CodeObject   *CodeObject `json:"code_object"`
+	Kernels      []Kernel    `json:"kernels"`
 }
 
 // Target is the hardware the code is for.
@@ -231,6 +236,7 @@ func New(p *ops.Plan) (*Bundle, error) {
 		}
 		m.Kernels = append(m.Kernels, k)
 	}
+	m.CompileFlags = runtime.NumericsFlags(p.Target)
 	m.Source = File{File: op.Name + "." + map[string]string{"amd": "hip", "nvidia": "cu"}[m.Target.Vendor], SHA256: Hash([]byte(u.Source))}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("BUG: export %s: %w", op.Name, err)

@@ -46,9 +46,11 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	wave := f.Target.WaveSize
 	// Loads of one tile shape share their anchor, sized for the narrowest
-	// element among them: a bf16 tile and the f32 tables it is combined
-	// with then sit in the same lanes (the f32 load is two 16-byte vectors
-	// a lane, still coalesced) instead of meeting through LDS.
+	// element among them when that is half as wide: a bf16 tile and the
+	// f32 tables it is combined with then sit in the same lanes (the f32
+	// load is two 16-byte vectors a lane, each instruction using half its
+	// span) instead of meeting through LDS. A wider gap (fp8 beside f32:
+	// four vectors a lane, a quarter of each span) keeps its own anchor.
 	narrowest := map[string]int{}
 	key := func(p *ir.Value) string { return fmt.Sprint(p.Type.Shape, info[p].contigAxis()) }
 	f.Walk(func(v *ir.Value) {
@@ -61,7 +63,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	})
 	anchorOf := func(p *ir.Value, elem ir.DType) *ir.Layout {
 		b := max(elem.Bytes(), 1)
-		if n, ok := narrowest[key(p)]; ok && n < b {
+		if n, ok := narrowest[key(p)]; ok && n < b && b <= 2*n {
 			b = n
 		}
 		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps)

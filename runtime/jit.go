@@ -96,13 +96,23 @@ func toolchainFor(v target.Vendor) toolchain {
 	return toolchain{tool: "hipcc", env: "HIPCC", rootEnv: "ROCM_PATH", defaults: hipccDefaults, srcExt: ".hip", outExt: ".hsaco"}
 }
 
-// compileFlags are the flags before "-o OUT SRC". Contraction is off so
-// device arithmetic matches the Go references bit for bit.
+// NumericsFlags are the compiler flags the emitted source needs to
+// compute what the interpreter computes: no contraction into fused
+// multiply-adds, subnormals kept. An export's manifest names them for
+// other programs that compile its source.
+func NumericsFlags(t *target.Target) []string {
+	if t.Vendor == target.NVIDIA {
+		return []string{"-O3", "--fmad=false"}
+	}
+	return []string{"-O3", "-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero"}
+}
+
+// compileFlags are the flags before "-o OUT SRC".
 func compileFlags(t *target.Target) []string {
 	if t.Vendor == target.NVIDIA {
-		return []string{"--cubin", "-arch=" + t.Name, "-O3", "--fmad=false", "-Xptxas", "-v"}
+		return append(append([]string{"--cubin", "-arch=" + t.Name}, NumericsFlags(t)...), "-Xptxas", "-v")
 	}
-	return []string{"--genco", "--offload-arch=" + t.Name, "-O3", "-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero"}
+	return append([]string{"--genco", "--offload-arch=" + t.Name}, NumericsFlags(t)...)
 }
 
 func isExecutable(p string) bool {

@@ -22,11 +22,11 @@ from .manifest import ShapeError
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024  # above this, CUDA wants an opt-in
 
-# The flags fp8gen's Go runtime compiles with (runtime/jit.go), before
-# "-o OUT SRC": no contraction and no denormal flush, so that the device's
-# arithmetic is the references' bit for bit.
-NVCC_FLAGS = ("--cubin", "-arch={arch}", "-O3", "--fmad=false")
-HIPCC_FLAGS = ("--genco", "--offload-arch={arch}", "-O3", "-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero")
+# The flags that choose the arch and the output kind; the manifest's
+# compile_flags (no contraction, no denormal flush: the references' bits)
+# follow them, before "-o OUT SRC".
+NVCC_FLAGS = ("--cubin", "-arch={arch}")
+HIPCC_FLAGS = ("--genco", "--offload-arch={arch}")
 
 
 class DriverError(RuntimeError):
@@ -318,11 +318,12 @@ def cache_dir():
 _compile_lock = threading.Lock()
 
 
-def compile_source(source, filename, vend, arch):
+def compile_source(source, filename, vend, arch, compile_flags):
     """A code object of source (bytes; filename is its name, whose suffix
-    tells nvcc the language) for arch, from the cache or compiled now."""
+    tells nvcc the language) for arch, compiled with the manifest's
+    compile_flags, from the cache or compiled now."""
     tool = _find_tool(vend)
-    flags = [f.format(arch=arch) for f in (NVCC_FLAGS if vend == "nvidia" else HIPCC_FLAGS)]
+    flags = [f.format(arch=arch) for f in (NVCC_FLAGS if vend == "nvidia" else HIPCC_FLAGS)] + list(compile_flags)
     ext = ".cubin" if vend == "nvidia" else ".hsaco"
     h = hashlib.sha256()
     # Everything that decides the image; length-prefixed so no two inputs collide.

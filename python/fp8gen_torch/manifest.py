@@ -566,7 +566,8 @@ class Kernel:
 
 
 _TOP = ("fp8gen_manifest", "op", "doc", "target", "fp8", "options", "schedule", "index_bits",
-        "max_elements", "shape", "sizes", "constraints", "tensors", "source", "code_object", "kernels")
+        "max_elements", "shape", "sizes", "constraints", "tensors", "source", "compile_flags", "code_object",
+        "kernels")
 
 
 class Plan:
@@ -614,6 +615,10 @@ class Manifest:
                                        ("init", "status")))
                         for i, t in enumerate(r.list("tensors", nullable=True))]
         self.source = File(_Reader(data["source"], where + ".source", ("file", "sha256")))
+        flags = r.list("compile_flags")
+        if not all(isinstance(f, str) and f for f in flags):
+            raise ManifestError("%s.compile_flags: want a list of flags, got %r" % (where, flags))
+        self.compile_flags = tuple(flags)  # what the source needs compiled with
         co = data["code_object"]
         self.code_object = None if co is None else CodeObject(
             _Reader(co, where + ".code_object", ("file", "sha256", "arch", "compiler")))

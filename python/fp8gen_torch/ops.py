@@ -268,7 +268,7 @@ class Op:
                 image = m.code_object_bytes
             else:
                 # None, or a stand-in of the family (gfx940 for gfx942).
-                image = drv.compile_source(m.source_bytes, m.source.file, vendor, arch)
+                image = drv.compile_source(m.source_bytes, m.source.file, vendor, arch, m.compile_flags)
             d = drv.driver()
             prev = d.enter(index)
             try:

@@ -282,7 +282,7 @@ def synthetic(**over):
         "tensors": [{"name": "x", "role": "input", "dtype": "f32", "shape": ["M"], "doc": ""},
                     {"name": "s", "role": "scratch", "dtype": "i32", "shape": ["1"], "init": 0,
                      "status": "0, or bad", "doc": ""}],
-        "source": {"file": "toy.cu", "sha256": "0" * 64}, "code_object": None,
+        "source": {"file": "toy.cu", "sha256": "0" * 64}, "compile_flags": ["-O3", "--fmad=false"], "code_object": None,
         "kernels": [{"name": "k", "symbol": "k_0123abcd", "params": [{"name": "x", "kind": "tensor"},
                                                                       {"name": "M", "kind": "size", "dtype": "i32"}],
                      "grid": ["M * 4096", "1", "1"], "block": [256, 1, 1],
