@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/fp8gen/fp8gen/ops"
@@ -84,5 +85,38 @@ func TestGPUExportsMatchReference(t *testing.T) {
 		if n, _ := r.dev.Live(); n != buffers0 {
 			t.Errorf("%s: %d device buffers live after the runs; %d before", name, n, buffers0)
 		}
+	}
+}
+
+// Offsets in a device buffer are not read on the host: the kernels' status
+// word reports the bad group after the run.
+func TestGPUStatusWord(t *testing.T) {
+	r := gpuRunner(t)
+	sh := ops.Shape{"T": 7, "K": 33, "E": 3}
+	dir := t.TempDir()
+	exportTo(t, dir, "grouped_colwise_cast", sh, nil, r.Target())
+	lo, err := Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := ops.Lookup("grouped_colwise_cast")
+	c, _ := op.NewCall(r.target, sh, nil)
+	ts, _ := tensors(c, 1, false)
+	off := make([]byte, 12)
+	for i, v := range []uint32{5, 2, 7} { // group 1 ends before it starts
+		off[4*i], off[4*i+1], off[4*i+2], off[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	b, err := r.dev.Alloc(len(off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	if err := r.dev.Upload(b, off); err != nil {
+		t.Fatal(err)
+	}
+	ts["offsets"].Data, ts["offsets"].Buf = nil, b
+	err = r.Run(context.Background(), lo, Sizes(sh), ts)
+	if err == nil || !strings.Contains(err.Error(), "found bad input on the device") {
+		t.Errorf("decreasing offsets on the device: %v", err)
 	}
 }
