@@ -146,8 +146,12 @@ func oneLine(err error) string {
 func topUsage(w io.Writer) error {
 	var sb strings.Builder
 	sb.WriteString("fp8gen generates the memory-bound kernels of FP8 training.\n\nUsage: fp8gen COMMAND [OP] [flags]\n\nCommands:\n")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(&sb, "  %-6s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(&sb, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	sb.WriteString("\nRun fp8gen COMMAND --help for its flags.\n")
 	_, err := io.WriteString(w, sb.String())
