@@ -20,6 +20,7 @@ import (
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/tune"
 )
 
 func cmdIR(args []string, stdout, stderr io.Writer) error {
@@ -167,7 +168,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if of.shape == "" {
-		return usagef("--shape is required (e.g. --shape M=4096,K=4096) unless --in files give it")
+		return usagef("--shape is required (e.g. --shape %s, the example) unless --in files give it", tune.ShapeText(op, op.Example))
 	}
 	if _, err := lookupTarget(of.target); err != nil {
 		return err
