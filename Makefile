@@ -107,7 +107,9 @@ check:
 	else echo "check: not a git work tree; the staleness test in go test ./examples/... still runs"; fi
 	@echo "check: generated files up to date"
 
-# One test binary per package with tests, named after its path
+# One test binary per package with tests, named after its path, without
+# the symbol table (-s: stack traces keep their names) so that the few a GPU
+# run needs fit the device tool's 64 MiB;
 # (runtime -> .gpu/runtime.test, cmd/fp8gen -> .gpu/cmd_fp8gen.test). A test
 # binary runs in its package's directory to find its testdata/.
 gpu:
@@ -117,10 +119,10 @@ gpu:
 	for p in $$pkgs; do \
 		rel=$${p#"$$module"}; rel=$${rel#/}; \
 		if [ -z "$$rel" ]; then rel=.; name=root; else name=$$(echo "$$rel" | tr / _); fi; \
-		echo "$(GO) test -c -o .gpu/$$name.test ./$$rel"; \
-		$(GO) test -c -o ".gpu/$$name.test" "./$$rel" || exit 1; \
+		echo "$(GO) test -c -ldflags=-s -o .gpu/$$name.test ./$$rel"; \
+		$(GO) test -c -ldflags=-s -o ".gpu/$$name.test" "./$$rel" || exit 1; \
 	done
-	@if [ -d cmd/fp8gen ]; then echo "$(GO) build -o .gpu/fp8gen ./cmd/fp8gen"; $(GO) build -o .gpu/fp8gen ./cmd/fp8gen; fi
+	@if [ -d cmd/fp8gen ]; then echo "$(GO) build -ldflags=-s -o .gpu/fp8gen ./cmd/fp8gen"; $(GO) build -ldflags=-s -o .gpu/fp8gen ./cmd/fp8gen; fi
 
 golden:
 	$(GO) test ./golden -update
