@@ -107,11 +107,11 @@ check:
 	else echo "check: not a git work tree; the staleness test in go test ./examples/... still runs"; fi
 	@echo "check: generated files up to date"
 
-# One test binary per package with tests, named after its path, without
-# the symbol table (-s: stack traces keep their names) so that the few a GPU
-# run needs fit the device tool's 64 MiB;
-# (runtime -> .gpu/runtime.test, cmd/fp8gen -> .gpu/cmd_fp8gen.test). A test
-# binary runs in its package's directory to find its testdata/.
+# One test binary per package with tests, named after its path (runtime ->
+# .gpu/runtime.test, cmd/fp8gen -> .gpu/cmd_fp8gen.test), without the symbol
+# table (-s: stack traces keep their names), so that the few a GPU run needs
+# fit the device tool's 64 MiB. A test binary runs in its package's
+# directory to find its testdata/.
 gpu:
 	@mkdir -p .gpu
 	@module=$$($(GO) list -m) || exit 1; \
