@@ -49,6 +49,9 @@ const (
 	ImplCompiled = "compiled" // torch.compile, the default mode
 	ImplAutotune = "autotune" // torch.compile(mode="max-autotune-no-cudagraphs")
 	ImplCopy     = "copy"
+	// ImplSweepBest is fp8gen at the fastest point of its space (bench
+	// --sweep), beside the default it reports.
+	ImplSweepBest = "fp8gen-sweep-best"
 )
 
 // Row is one measurement: one implementation of one op on one shape. Its
@@ -189,8 +192,14 @@ func Table(rows []Row) string {
 	rows = slices.Clone(rows)
 	FillPctCopy(rows)
 	var b strings.Builder
-	b.WriteString("| op | shape | fp8gen µs | GB/s | % copy | % ceiling | eager µs | compiled µs | autotune µs | vs eager | vs compiled | vs autotune |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	sweep := slices.ContainsFunc(rows, func(r Row) bool { return r.Impl == ImplSweepBest })
+	b.WriteString("| op | shape | fp8gen µs | GB/s | % copy | % ceiling | eager µs | compiled µs | autotune µs | vs eager | vs compiled | vs autotune |")
+	rule := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	if sweep {
+		b.WriteString(" sweep best µs | default vs best |")
+		rule += "--:|--:|"
+	}
+	b.WriteString("\n" + rule + "\n")
 	for _, g := range groups(rows) {
 		f, fok := g.impl[ImplFP8Gen]
 		e, eok := g.impl[ImplEager]
@@ -208,6 +217,14 @@ func Table(rows []Row) string {
 			speedup(f, fok, e, eok),
 			speedup(f, fok, c, cok),
 			speedup(f, fok, a, aok),
+		}
+		if sweep {
+			sb, sok := g.impl[ImplSweepBest]
+			slower := "—"
+			if ok(f, fok) && ok(sb, sok) {
+				slower = fmt.Sprintf("%+.1f%%", 100*(f.TimeUS/sb.TimeUS-1))
+			}
+			cols = append(cols, cell(sb, sok, sb.TimeUS, "%.1f"), slower)
 		}
 		b.WriteString("| " + strings.Join(cols, " | ") + " |\n")
 	}

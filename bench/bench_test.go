@@ -206,3 +206,16 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("done line %q", parts[4])
 	}
 }
+
+// With --sweep's rows the table shows the space's best beside the
+// default, and how much slower the default is.
+func TestTableSweep(t *testing.T) {
+	rows := append(sample(), Row{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplSweepBest, TimeUS: 50, GBPerS: 4027})
+	table := Table(rows)
+	if !strings.Contains(table, "| sweep best µs | default vs best |") || !strings.Contains(table, "| 50.0 | +20.0% |") {
+		t.Errorf("no sweep columns, or wrong ones:\n%s", table)
+	}
+	if strings.Contains(Table(sample()), "sweep best") {
+		t.Error("sweep columns without sweep rows")
+	}
+}

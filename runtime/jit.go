@@ -102,7 +102,9 @@ func toolchainFor(v target.Vendor) toolchain {
 // other programs that compile its source.
 func NumericsFlags(t *target.Target) []string {
 	if t.Vendor == target.NVIDIA {
-		return []string{"-O3", "--fmad=false"}
+		// nvcc's defaults but --fmad, spelled out: --use_fast_math in a
+		// consumer's build would turn them all off.
+		return []string{"-O3", "--fmad=false", "-ftz=false", "-prec-div=true", "-prec-sqrt=true"}
 	}
 	return []string{"-O3", "-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero"}
 }

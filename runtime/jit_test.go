@@ -201,7 +201,7 @@ func TestCompileOnceAndHit(t *testing.T) {
 		t.Fatalf("%d concurrent calls ran the compiler %d times; want 1", callers, n)
 	}
 	args, _ := os.ReadFile(f.args)
-	if want := "--cubin -arch=sm_90 -O3 --fmad=false -Xptxas -v -o k.cubin k.cu"; strings.TrimSpace(string(args)) != want {
+	if want := "--cubin -arch=sm_90 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Xptxas -v -o k.cubin k.cu"; strings.TrimSpace(string(args)) != want {
 		t.Errorf("compiler arguments %q, want %q", strings.TrimSpace(string(args)), want)
 	}
 	if !strings.Contains(infos[0].Log, "Used 8 registers") {

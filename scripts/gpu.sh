@@ -22,8 +22,9 @@
 # work fits the device tool's 10 minutes a call: for instance
 # STAGES=tests, then STAGES=sanitize, then STAGES="tune bench"
 # BENCH_OPS=rowwise_cast,… (bench's --ops; default every op). "tune"
-# times the candidates of each op of BENCH_OPS at its bench shapes into $out/tune.json,
-# which the bench then takes its default schedules from.
+# times the candidates of each op of BENCH_OPS (default every op) at its
+# bench shapes into $out/tune.json, which the bench then takes its default
+# schedules from; bench --sweep reports the space's best beside them.
 set -uo pipefail
 out=${1:-bench/results}
 base=${2:-}
@@ -64,7 +65,8 @@ if [ -n "${BENCH_OPS:-}" ]; then
 fi
 export FP8GEN_TUNE_CACHE="$out/tune.json"
 if [[ $stages == *" tune "* ]]; then
-	for op in ${BENCH_OPS//,/ }; do
+	tune_ops=${BENCH_OPS:-$("$bin/fp8gen" list | awk '/^Ops:/ {f = 1; next} /^$/ {f = 0} f && /^  [a-z]/ {print $1}' | paste -sd, -)}
+	for op in ${tune_ops//,/ }; do
 		"$bin/fp8gen" tune "$op" --bench >> "$out/tune.txt" 2>&1
 		echo "tune $op: rc=$? $(grep -c '^kept' "$out/tune.txt") kept so far"
 	done

@@ -23,9 +23,11 @@ import (
 	"maps"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ops"
@@ -55,14 +57,15 @@ type Entry struct {
 	Date     string         `json:"date"`
 }
 
-type file struct {
-	Version int     `json:"fp8gen_tune"`
-	Entries []Entry `json:"entries"`
-}
-
 // Cache is a tuning cache in memory.
 type Cache struct {
 	entries map[Key]Entry
+	// kept are the entries of the file this fp8gen cannot use (an op it
+	// does not know, say), written back unchanged; broken says why the
+	// file could not be read as a whole, which Save then refuses to
+	// overwrite.
+	kept   []json.RawMessage
+	broken string
 }
 
 // Class is a shape's class: each size rounded up to a power of two, and
@@ -93,20 +96,35 @@ func Load(path string) (*Cache, []string) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
-	if err != nil {
-		return c, []string{fmt.Sprintf("tuning cache %s: %v; ignored", path, err)}
+	refuse := func(why string) (*Cache, []string) {
+		c.broken = why
+		return c, []string{fmt.Sprintf("tuning cache %s: %s; ignored", path, why)}
 	}
-	var f file
+	if err != nil {
+		return refuse(err.Error())
+	}
+	var f struct {
+		Version int               `json:"fp8gen_tune"`
+		Entries []json.RawMessage `json:"entries"`
+	}
 	if err := json.Unmarshal(data, &f); err != nil {
-		return c, []string{fmt.Sprintf("tuning cache %s: not valid JSON (%v); ignored", path, err)}
+		return refuse(fmt.Sprintf("not valid JSON (%v)", err))
 	}
 	if f.Version != Version {
-		return c, []string{fmt.Sprintf("tuning cache %s: format version %d, want %d; ignored", path, f.Version, Version)}
+		return refuse(fmt.Sprintf("format version %d, want %d", f.Version, Version))
 	}
 	var warn []string
-	for i, e := range f.Entries {
-		if why := check(e); why != "" {
-			warn = append(warn, fmt.Sprintf("tuning cache %s: entry %d (%s %s on %s): %s; ignored", path, i, e.Op, e.Class, e.Target, why))
+	for i, raw := range f.Entries {
+		var e Entry
+		why := ""
+		if err := json.Unmarshal(raw, &e); err != nil {
+			why = err.Error()
+		} else {
+			why = check(e)
+		}
+		if why != "" {
+			warn = append(warn, fmt.Sprintf("tuning cache %s: entry %d (%s %s on %s): %s; not used, kept", path, i, e.Op, e.Class, e.Target, why))
+			c.kept = append(c.kept, raw)
 			continue
 		}
 		c.entries[e.Key] = e
@@ -146,19 +164,56 @@ func (c *Cache) Put(e Entry) { c.entries[e.Key] = e }
 // Len is the number of entries.
 func (c *Cache) Len() int { return len(c.entries) }
 
-// Save writes the cache to path atomically, entries sorted by key.
+// Save writes the cache to path atomically, entries sorted by key, with
+// the entries it kept but could not use after them. It refuses to
+// overwrite a file Load could not read as a whole.
 func (c *Cache) Save(path string) error {
-	f := file{Version: Version}
+	if c.broken != "" {
+		return fmt.Errorf("tuning cache %s: %s; not overwriting it (move it aside, or name another with --cache)", path, c.broken)
+	}
+	var f struct {
+		Version int               `json:"fp8gen_tune"`
+		Entries []json.RawMessage `json:"entries"`
+	}
+	f.Version = Version
 	for _, k := range slices.SortedFunc(maps.Keys(c.entries), func(a, b Key) int {
 		return strings.Compare(keyString(a), keyString(b))
 	}) {
-		f.Entries = append(f.Entries, c.entries[k])
+		raw, err := json.Marshal(c.entries[k])
+		if err != nil {
+			return err
+		}
+		f.Entries = append(f.Entries, raw)
 	}
+	f.Entries = append(f.Entries, c.kept...)
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	return atomicfile.WriteFile(path, append(data, '\n'))
+}
+
+// Update applies put to the cache at path under an exclusive lock, loading
+// it afresh and saving it after, so that two tunes at once both land.
+func Update(path string, put func(*Cache)) (warnings []string, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("tuning cache %s: lock: %w", path, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	c, warnings := Load(path)
+	put(c)
+	return warnings, c.Save(path)
 }
 
 func keyString(k Key) string {

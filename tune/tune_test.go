@@ -1,9 +1,11 @@
 package tune
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fp8gen/fp8gen/ops"
@@ -90,5 +92,52 @@ func TestLoadDistrusts(t *testing.T) {
 		if cache.Len() != c.n {
 			t.Errorf("%s: %d entries kept; want %d", c.name, cache.Len(), c.n)
 		}
+	}
+}
+
+// What Load could not use survives a Save; a file it could not read at
+// all is never overwritten; two updates at once both land.
+func TestSaveKeepsWhatItCannotUse(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tune.json")
+	foreign := `{"op": "op_of_a_newer_fp8gen", "class": "c", "target": "t", "compiler": "c", "schedule": {"X": 1}}`
+	os.WriteFile(path, []byte(`{"fp8gen_tune": 1, "entries": [`+foreign+`]}`), 0o644)
+	if _, err := Update(path, func(c *Cache) {
+		c.Put(entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8}))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "op_of_a_newer_fp8gen") || !strings.Contains(string(data), `"rowwise_cast"`) {
+		t.Errorf("after an update, the file lost an entry:\n%s", data)
+	}
+	for _, bad := range []string{`{"fp8gen_tune": 1, "entries": [`, `{"fp8gen_tune": 2, "entries": []}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		_, err := Update(path, func(c *Cache) {
+			c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "WARPS": 8}))
+		})
+		if err == nil || !strings.Contains(err.Error(), "not overwriting it") {
+			t.Errorf("an update over %q: %v", bad, err)
+		}
+		if data, _ := os.ReadFile(path); string(data) != bad {
+			t.Errorf("the unreadable file was changed to:\n%s", data)
+		}
+	}
+	os.Remove(path)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if _, err := Update(path, func(c *Cache) {
+				e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8})
+				e.Class = fmt.Sprintf("class%d", i)
+				c.Put(e)
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if c, warn := Load(path); c.Len() != 8 || len(warn) != 0 {
+		t.Errorf("8 concurrent updates left %d entries (warnings %v)", c.Len(), warn)
 	}
 }

@@ -58,7 +58,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 200, "timed launches (median reported)")
 	check := fs.Bool("check", true, "check fp8gen's outputs bit for bit against the reference once per case")
 	sched := fs.String("schedule", "", "override schedule knobs for every op")
-	sweep := fs.Bool("sweep", false, "time every feasible schedule of each op's space and report the fastest")
+	sweep := fs.Bool("sweep", false, "also time every feasible schedule of each op's space and report the fastest beside the default")
 	if _, err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -113,20 +113,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	prog := bench.NewProgress(stderr, len(jobs), "bench")
 	for _, j := range jobs {
 		prog.Step(j.op.Name + " " + j.text)
-		override := schedule.Params(sm)
-		if len(override) == 0 && !*sweep {
-			if c, err := j.op.NewCall(g.T, j.shape, nil); err == nil {
-				override = tunedSchedule(c, stderr)
+		// The default schedule: --schedule, else the tuning cache's, else
+		// the op's first feasible candidate. --sweep adds the space's best
+		// beside it.
+		defaultOf := func(op *ops.Op) schedule.Params {
+			if len(sm) > 0 {
+				return schedule.Params(sm)
 			}
-		}
-		if *sweep {
-			best, err := sweepSchedules(g, j, *warm, *iters, stdout)
-			if err != nil {
-				return err
+			if c, err := op.NewCall(g.T, j.shape, nil); err == nil {
+				return tunedSchedule(c, stderr)
 			}
-			override = best
+			return nil
 		}
-		p, err := j.op.NewPlan(g.T, j.shape, nil, override)
+		p, err := j.op.NewPlan(g.T, j.shape, nil, defaultOf(j.op))
 		if err != nil {
 			return usageError{err}
 		}
@@ -136,10 +135,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		sp := []string{spec}
 		bytes := p.IdealBytes()
+		// At the ceiling each part runs at its own: the step's ceiling is
+		// its bytes over the sum of the parts' times there.
+		ceilTime := float64(bytes) / p.CeilingPct()
+		var pf *ops.Plan
 		if j.op.Forward != nil {
 			// A backward's row is the training step's: its forward, then it.
-			pf, err := j.op.Forward.NewPlan(g.T, j.shape, nil, nil)
-			if err != nil {
+			if pf, err = j.op.Forward.NewPlan(g.T, j.shape, nil, defaultOf(j.op.Forward)); err != nil {
 				return usageError{err}
 			}
 			tf, specF, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, *check, *warm, *iters)
@@ -149,19 +151,29 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			t += tf
 			sp = append([]string{"forward " + specF + ", then"}, sp...)
 			bytes += pf.IdealBytes()
+			ceilTime += float64(pf.IdealBytes()) / pf.CeilingPct()
 		}
 		ct, err := g.CopyTime(bytes/2, *warm, *iters)
 		if err != nil {
 			return err
 		}
-		gbs := float64(bytes) / t.Seconds() / 1e9
 		copyGBs := float64(bytes) / ct.Seconds() / 1e9
-		ceil := p.CeilingPct() / 100
-		rows = append(rows,
-			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplFP8Gen, TimeUS: us(t), Bytes: int64(bytes), GBPerS: gbs,
-				PctCopy: 100 * gbs / copyGBs, PctCeiling: 100 * gbs / copyGBs / ceil, GPU: gpu, Date: date, Schedule: strings.Join(sp, " ")},
+		ceil := float64(bytes) / ceilTime / 100
+		row := func(impl string, t time.Duration, sched string) bench.Row {
+			gbs := float64(bytes) / t.Seconds() / 1e9
+			return bench.Row{Op: j.op.Name, Shape: j.text, Impl: impl, TimeUS: us(t), Bytes: int64(bytes), GBPerS: gbs,
+				PctCopy: 100 * gbs / copyGBs, PctCeiling: 100 * gbs / copyGBs / ceil, GPU: gpu, Date: date, Schedule: sched}
+		}
+		rows = append(rows, row(bench.ImplFP8Gen, t, strings.Join(sp, " ")),
 			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplCopy, TimeUS: us(ct), Bytes: int64(bytes), GBPerS: copyGBs,
 				PctCopy: 100, GPU: gpu, Date: date})
+		if *sweep && j.op.Forward == nil {
+			best, bestT, err := sweepSchedules(g, j, *warm, *iters, stdout)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row(bench.ImplSweepBest, bestT, best.String()))
+		}
 	}
 	prog.Done()
 
@@ -334,16 +346,16 @@ func timePlan(g *backend.GPU, p *ops.Plan, j job, check bool, warm, iters int) (
 
 // sweepSchedules times every feasible point of the op's space at the job's
 // shape (the same knobs for each kernel of the op) and returns the fastest.
-func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedule.Params, error) {
+func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedule.Params, time.Duration, error) {
 	var best schedule.Params
 	bestT := time.Duration(1<<63 - 1)
 	c, err := j.op.NewCall(g.T, j.shape, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	space, err := c.Space()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for _, s := range space {
 		p, err := j.op.NewPlan(g.T, j.shape, nil, s)
@@ -355,7 +367,7 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 		all, _ := p.WithOutputs(in)
 		pr, err := g.Prepare(context.Background(), p, all)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		t, err := pr.Time(warm, iters)
 		var attrs []string
@@ -364,7 +376,7 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 		}
 		pr.Free()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		gbs := float64(p.IdealBytes()) / t.Seconds() / 1e9
 		fmt.Fprintf(w, "  sweep %-15s %-10s %-45v %8.1f us %6.0f GB/s  (%s)\n", j.op.Name, j.text, s, us(t), gbs, strings.Join(attrs, "; "))
@@ -373,7 +385,7 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%s %s: no feasible schedule", j.op.Name, j.text)
+		return nil, 0, fmt.Errorf("%s %s: no feasible schedule", j.op.Name, j.text)
 	}
-	return best, nil
+	return best, bestT, nil
 }

@@ -248,7 +248,8 @@ type opFlags struct {
 	target, shape, sched, in, family string
 	pow2                             bool
 	opts                             kvFlag
-	tuned                            bool // plan took its schedule from the tuning cache
+	useTuned                         bool // plan may take its schedule from the tuning cache (run)
+	tuned                            bool // plan took it from there
 }
 
 func (o *opFlags) register(fs *flag.FlagSet, defShape string) {
@@ -353,7 +354,7 @@ func (o *opFlags) plan(opName string, t *target.Target) (*ops.Plan, error) {
 		}
 	}
 	override := schedule.Params(sm)
-	if len(override) == 0 {
+	if len(override) == 0 && o.useTuned {
 		// The tuning cache's schedule for this class, where it holds one.
 		if c, err := op.NewCall(t, sh, opts); err == nil {
 			override = tunedSchedule(c, o.fs.Output())

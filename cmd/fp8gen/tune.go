@@ -149,7 +149,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	for _, w := range warns {
 		fmt.Fprintln(stderr, "fp8gen tune:", w)
 	}
-	if e, ok := cache.Lookup(key); ok && !force && c.CheckSchedule(e.Params()) == nil {
+	if e, ok := cache.Lookup(key); ok && !force && usable(c, e) == nil {
 		fmt.Fprintf(&sb, "cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n", e.Params(), key.Class, e.TimeUS, e.Shape, e.GPU, e.Date)
 		_, err := io.WriteString(stdout, sb.String())
 		return err
@@ -176,9 +176,9 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 		}
 	}
 	w := res[best]
-	cache.Put(tune.Entry{Key: key, Schedule: map[string]int(w.p.Schedule), TimeUS: us(w.t), Shape: tune.ShapeText(op, sh),
-		Timed: len(res), GPU: g.Dev.Props().Name, Date: time.Now().UTC().Format("2006-01-02")})
-	if err := cache.Save(path); err != nil {
+	entry := tune.Entry{Key: key, Schedule: map[string]int(w.p.Schedule), TimeUS: us(w.t), Shape: tune.ShapeText(op, sh),
+		Timed: len(res), GPU: g.Dev.Props().Name, Date: time.Now().UTC().Format("2006-01-02")}
+	if _, err := tune.Update(path, func(c *tune.Cache) { c.Put(entry) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(&sb, "compiled %d in %v (in parallel, through the JIT cache), timed %d in %v; %s\n", len(plans), compiled.Round(time.Millisecond), len(res), (time.Since(start) - compiled).Round(time.Millisecond), ident)
@@ -263,9 +263,17 @@ func tunedSchedule(c *ops.Call, w io.Writer) schedule.Params {
 	if !ok {
 		return nil
 	}
-	if err := c.CheckSchedule(e.Params()); err != nil {
-		fmt.Fprintf(w, "fp8gen: tuning cache %s: the schedule %v tuned for %s does not hold at %v (%v); using the default\n", path, e.Schedule, e.Class, c.Shape, err)
+	if err := usable(c, e); err != nil {
+		fmt.Fprintf(w, "fp8gen: tuning cache %s: the schedule %v tuned for %s does not hold at %v (%v); using the default\n", path, e.Schedule, e.Class, c.Shape, strings.ReplaceAll(err.Error(), "\n", " "))
 		return nil
 	}
 	return e.Params()
+}
+
+// usable holds a cached schedule to everything a plan is held to at the
+// call's shape: the knobs' domains, the constraints, and the lowered
+// kernels' resources on the target (a kernel change may have raised them).
+func usable(c *ops.Call, e tune.Entry) error {
+	_, err := c.With(e.Params()).Plan()
+	return err
 }

@@ -68,16 +68,31 @@ func TestRunUsesTuningCache(t *testing.T) {
 	args := cpu("run", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942")
 	code, out, errs := fp8gen(t, args...)
 	want(t, args, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
-	// The same class at K=200: the two-pass entry still holds; a one-pass
-	// entry with BLOCK_K below K does not.
-	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 64, "LOOP": 0, "ROWS": 2, "WARPS": 2}})
-	if err := cache.Save(path); err != nil {
-		t.Fatal(err)
+	// Entries that do not hold at the shape are reported and not used: a
+	// one-pass BLOCK_K below K (a constraint), and a tile one wave cannot
+	// hold in registers (the lowered kernel's resources).
+	for _, sched := range []map[string]int{
+		{"BLOCK_K": 64, "LOOP": 0, "ROWS": 2, "WARPS": 2},
+		{"BLOCK_K": 16384, "LOOP": 1, "ROWS": 4, "WARPS": 1},
+	} {
+		cache.Put(tune.Entry{Key: key, Schedule: sched})
+		if err := cache.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs = fp8gen(t, args...)
+		want(t, args, code, 0, out+errs, "does not hold at", "using the default", "bit-exact")
+		if strings.Contains(out, "schedule from the tuning cache") {
+			t.Errorf("%v: a schedule that does not hold was used:\n%s", sched, out)
+		}
 	}
-	code, out, errs = fp8gen(t, args...)
-	want(t, args, code, 0, out+errs, "does not hold at", "using the default", "bit-exact")
-	if strings.Contains(out, "schedule from the tuning cache") {
-		t.Errorf("a schedule that does not hold was used:\n%s", out)
+	// ir, emit and export take the op's default, whatever the cache holds.
+	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "ROWS": 2, "WARPS": 2}})
+	cache.Save(path)
+	emit := []string{"emit", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942"}
+	code, out, errs = fp8gen(t, emit...)
+	want(t, emit, code, 0, out+errs)
+	if strings.Contains(out, "BLOCK_K=256,LOOP=1") {
+		t.Error("emit took the tuning cache's schedule")
 	}
 }
 

@@ -111,6 +111,23 @@ var mutants = []mutant{
 		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
 		reason: "every q and k output biased by 0.4%, within a bf16 ulp's width of the truth",
 	},
+	// tune: the cache is never trusted blindly, never clobbered.
+	{
+		file:   "cmd/fp8gen/tune.go",
+		old:    "_, err := c.With(e.Params()).Plan()\n\treturn err",
+		new:    "return c.CheckSchedule(e.Params())",
+		pkgs:   []string{"./cmd/fp8gen"},
+		tests:  "TuningCache",
+		reason: "a cached schedule is held to the constraints but not to the target's resources",
+	},
+	{
+		file:   "tune/tune.go",
+		old:    "if c.broken != \"\" {",
+		new:    "if false {",
+		pkgs:   []string{"./tune"},
+		tests:  "SaveKeepsWhatItCannotUse",
+		reason: "saving the tuning cache overwrites a file it could not read",
+	},
 	// ops, export, launch: variants, manifests and the launcher's checks.
 	{
 		file:   "ops/op.go",
