@@ -947,6 +947,9 @@ func (c *Call) CheckOutputs(in, got map[string]*Tensor) (exact bool, err error) 
 			errs = append(errs, Compare(map[string]*Tensor{n: want[n]}, got))
 			continue
 		}
+		if len(a.Value) != w.Elems() || len(a.Slack) != w.Elems() {
+			return false, fmt.Errorf("BUG: %s's allowance for %s holds %d values and %d slacks for %d elements", c.Op.Name, n, len(a.Value), len(a.Slack), w.Elems())
+		}
 		bad, first := 0, -1
 		// The result must be a rounding of a value within the slack of
 		// the reference's unrounded one: within the slack plus half a

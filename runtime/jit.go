@@ -194,8 +194,9 @@ func toolVersion(ctx context.Context, tool string, limit time.Duration) (string,
 	return v, nil
 }
 
-// Identity names the compiler Compile would use for t: its path and the
-// line of its --version output that names the version. A tuning result
+// Identity names the compiler Compile would use for t: its file name (not
+// its folder, so that one version installed anywhere is one identity) and
+// the line of its --version output that names the version. A tuning result
 // is kept per identity, since another compiler may favour another
 // schedule.
 func (c *Compiler) Identity(ctx context.Context, t *target.Target) (string, error) {

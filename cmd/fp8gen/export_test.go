@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,4 +91,54 @@ func TestPeerJobs(t *testing.T) {
 	if pf.FP8 != nil || pb.IdealBytes != pf.IdealBytes+cb.IdealBytes() || pb.Options["dx"] != "bf16" {
 		t.Errorf("qk jobs: forward %+v, backward %+v", pf, pb)
 	}
+}
+
+// bench/peers.py's test fixture holds the ideal bytes, options and FP8
+// formats Go gives: it must not drift from the ops.
+func TestPeersFixture(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "bench", "testdata", "peers_jobs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []peerJob
+	if err := json.Unmarshal(data, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	tg, _ := target.Lookup("sm_90")
+	for _, pj := range jobs {
+		op, err := ops.Lookup(pj.Op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := op.NewCall(tg, ops.Shape(pj.Sizes), ops.Options(pj.Options))
+		if err != nil {
+			t.Fatalf("%s %s: %v", pj.Op, pj.Shape, err)
+		}
+		bytes := c.IdealBytes()
+		if op.Forward != nil {
+			fo := ops.Options{}
+			for _, o := range op.Forward.Options {
+				if v, ok := pj.Options[o.Name]; ok {
+					fo[o.Name] = v
+				}
+			}
+			f, err := op.Forward.NewCall(tg, ops.Shape(pj.Sizes), fo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bytes += f.IdealBytes()
+		}
+		fp8 := ""
+		if c.Format != nil {
+			fp8 = c.Format.Name
+		}
+		got := ""
+		if pj.FP8 != nil {
+			got = *pj.FP8
+		}
+		if pj.IdealBytes != bytes || got != fp8 || c.Options.String() != ops.Options(pj.Options).String() {
+			t.Errorf("%s %s %v: fixture says %d bytes, fp8 %q; Go gives %d, %q, options %v", pj.Op, pj.Shape, pj.Options, pj.IdealBytes, got, bytes, fp8, c.Options)
+		}
+	}
+	t.Logf("%d fixture jobs agree with the ops", len(jobs))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -130,7 +131,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 		plans = plans[:budget]
 	}
 	if g == nil {
-		sb.WriteString("no GPU: the candidates in the op's order of preference, which is the schedule run and bench take (nothing timed, the cache unchanged):\n")
+		sb.WriteString("no GPU: the candidates in the op's order of preference; without a tuned entry, run and bench take the first (nothing timed, the cache unchanged):\n")
 		for i, p := range plans {
 			fmt.Fprintf(&sb, "  %d. %v  (%s)\n", i+1, p.Schedule, resourcesText(p))
 		}
@@ -155,9 +156,20 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 		return err
 	}
 	start := time.Now()
-	if err := compileAll(g, plans); err != nil {
-		return err
+	// A candidate its compiler refuses is reported and left out.
+	var ok []*ops.Plan
+	for i, err := range compileAll(g, plans) {
+		if err != nil {
+			fmt.Fprintf(&sb, "  %v: does not compile, left out: %s\n", plans[i].Schedule, strings.ReplaceAll(err.Error(), "\n", " "))
+			continue
+		}
+		ok = append(ok, plans[i])
 	}
+	if len(ok) == 0 {
+		io.WriteString(stdout, sb.String())
+		return fmt.Errorf("%s at %s: no candidate compiles", op.Name, tune.ShapeText(op, sh))
+	}
+	plans = ok
 	compiled := time.Since(start)
 	type timed struct {
 		p *ops.Plan
@@ -217,12 +229,13 @@ func resourcesText(p *ops.Plan) string {
 }
 
 // compileAll emits and compiles every kernel of the plans at once, so
-// that timing them afterwards finds each in the JIT cache.
-func compileAll(g *backend.GPU, plans []*ops.Plan) error {
+// that timing them afterwards finds each in the JIT cache; it returns each
+// plan's error, or nil.
+func compileAll(g *backend.GPU, plans []*ops.Plan) []error {
+	errs := make([]error, len(plans))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var errs []error
-	for _, p := range plans {
+	for i, p := range plans {
 		for _, s := range p.Steps {
 			wg.Go(func() {
 				ek, err := emit.Emit(s.Func, backend.Comment(p, s))
@@ -231,14 +244,14 @@ func compileAll(g *backend.GPU, plans []*ops.Plan) error {
 				}
 				if err != nil {
 					mu.Lock()
-					errs = append(errs, err)
+					errs[i] = errors.Join(errs[i], err)
 					mu.Unlock()
 				}
 			})
 		}
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }
 
 // tunedSchedule is the schedule the tuning cache holds for a call, if
@@ -248,10 +261,7 @@ func tunedSchedule(c *ops.Call, w io.Writer) schedule.Params {
 	if err != nil {
 		return nil
 	}
-	cache, warns := tune.Load(path)
-	for _, m := range warns {
-		fmt.Fprintln(w, "fp8gen:", m)
-	}
+	cache := loadTuned(path, w)
 	if cache.Len() == 0 {
 		return nil
 	}
@@ -276,4 +286,29 @@ func tunedSchedule(c *ops.Call, w io.Writer) schedule.Params {
 func usable(c *ops.Call, e tune.Entry) error {
 	_, err := c.With(e.Params()).Plan()
 	return err
+}
+
+// loaded holds the tuning caches a process read, by path, size and
+// modification time, so that bench's jobs read one once and warn once.
+var loaded = struct {
+	sync.Mutex
+	m map[string]*tune.Cache
+}{m: map[string]*tune.Cache{}}
+
+func loadTuned(path string, w io.Writer) *tune.Cache {
+	key := path
+	if fi, err := os.Stat(path); err == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
+	}
+	loaded.Lock()
+	defer loaded.Unlock()
+	if c, ok := loaded.m[key]; ok {
+		return c
+	}
+	c, warns := tune.Load(path)
+	for _, m := range warns {
+		fmt.Fprintln(w, "fp8gen:", m)
+	}
+	loaded.m[key] = c
+	return c
 }
