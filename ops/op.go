@@ -777,6 +777,17 @@ func (c *Call) Plan() (*Plan, error) {
 	if err := c.CheckSchedule(c.Schedule); err != nil {
 		return nil, err
 	}
+	if c.Index == ir.I32 {
+		wide, err := c.indexOverflows()
+		if err != nil {
+			return nil, err
+		}
+		if wide {
+			d := *c
+			d.Index = ir.I64
+			c = &d
+		}
+	}
 	p := &Plan{Call: c}
 	env := c.env()
 	for _, k := range c.Op.Kernels {
@@ -805,6 +816,40 @@ func (c *Call) Plan() (*Plan, error) {
 		p.Steps = append(p.Steps, s)
 	}
 	return p, nil
+}
+
+// indexOverflows reports whether some kernel's 32-bit index arithmetic
+// can leave the 32-bit range at this shape and schedule (the padding rows
+// of a tile past the last element, a loop counter stepping past 2^31),
+// which the element count alone does not show: such a call indexes in 64
+// bits.
+func (c *Call) indexOverflows() (bool, error) {
+	env := c.env()
+	sizes := map[string]int64{}
+	for k, v := range c.Shape {
+		sizes[k] = int64(v)
+	}
+	for _, k := range c.Op.Kernels {
+		var grid [3]int
+		for i, g := range k.Grid {
+			v, err := g.Eval(env)
+			if err != nil {
+				return false, fmt.Errorf("%s: grid: %w", k.Name, err)
+			}
+			grid[i] = int(min(v, math.MaxInt32))
+		}
+		b := ir.NewBuilder(k.Name, c.Target)
+		b.SetIndex(ir.I32)
+		k.Build(b, c)
+		fn, err := b.Func()
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", k.Name, err)
+		}
+		if fn.IndexOverflow(grid, sizes) != nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // bindArgs checks that every kernel argument is one of the op's tensors

@@ -333,3 +333,31 @@ func TestInputsAdversarialSmall(t *testing.T) {
 		}
 	}
 }
+
+// A shape whose tensors fit 32-bit indexing but whose tiles' padding does
+// not (the masked-off rows of the last tile times a long row) indexes in
+// 64 bits: grouped_colwise_cast at T=71580, K=30000 has 2.1475·10^9
+// elements, below the element bound, yet a 128-row tile past the last
+// row reaches past 2^31.
+func TestIndexWidthFromTiles(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	sh := Shape{"T": 71580, "K": 30000, "E": 8}
+	c, err := GroupedColwise.NewCall(tg, sh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Index != ir.I32 {
+		t.Fatalf("the element count alone gives %v; the test needs i32 there", c.Index)
+	}
+	p, err := GroupedColwise.NewPlan(tg, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Index != ir.I64 {
+		t.Errorf("planned with %v indexing; the padded tiles need i64", p.Index)
+	}
+	// A small shape keeps 32 bits.
+	if p, _ := GroupedColwise.NewPlan(tg, Shape{"T": 7168, "K": 2048, "E": 8}, nil, nil); p.Index != ir.I32 {
+		t.Errorf("a small shape planned with %v", p.Index)
+	}
+}
