@@ -128,6 +128,23 @@ var mutants = []mutant{
 		tests:  "SaveKeepsWhatItCannotUse",
 		reason: "saving the tuning cache overwrites a file it could not read",
 	},
+	// The index width: chosen from what the tiles reach, not only the elements.
+	{
+		file:   "ir/ranges.go",
+		old:    "s = corners(a(0), a(1), satMul)",
+		new:    "s = span{satMul(a(0).lo, a(1).lo), satMul(a(0).lo, a(1).hi)}",
+		pkgs:   []string{"./ir"},
+		tests:  "TestIndexOverflow",
+		reason: "the range of a product ignores its first operand's upper bound (a tile's last row)",
+	},
+	{
+		file:   "ops/op.go",
+		old:    "if wide {",
+		new:    "if wide && false {",
+		pkgs:   []string{"./ops"},
+		tests:  "TestIndexWidthFromTiles",
+		reason: "a call whose tile padding passes 2^31 still indexes in 32 bits",
+	},
 	// ops, export, launch: variants, manifests and the launcher's checks.
 	{
 		file:   "ops/op.go",
