@@ -16,6 +16,7 @@
 package tune
 
 import (
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,6 +104,16 @@ func Load(path string) (*Cache, []string) {
 	if err != nil {
 		return refuse(err.Error())
 	}
+	return parse(path, data)
+}
+
+// parse reads a cache file's contents; name is for messages.
+func parse(name string, data []byte) (*Cache, []string) {
+	c := New()
+	refuse := func(why string) (*Cache, []string) {
+		c.broken = why
+		return c, []string{fmt.Sprintf("tuning cache %s: %s; ignored", name, why)}
+	}
 	var f struct {
 		Version int               `json:"fp8gen_tune"`
 		Entries []json.RawMessage `json:"entries"`
@@ -123,7 +134,7 @@ func Load(path string) (*Cache, []string) {
 			why = check(e)
 		}
 		if why != "" {
-			warn = append(warn, fmt.Sprintf("tuning cache %s: entry %d (%s %s on %s): %s; not used, kept", path, i, e.Op, e.Class, e.Target, why))
+			warn = append(warn, fmt.Sprintf("tuning cache %s: entry %d (%s %s on %s): %s; not used, kept", name, i, e.Op, e.Class, e.Target, why))
 			c.kept = append(c.kept, raw)
 			continue
 		}
@@ -243,4 +254,44 @@ func ShapeText(op *ops.Op, sh ops.Shape) string {
 		parts = append(parts, n+"="+strconv.Itoa(sh[n]))
 	}
 	return strings.Join(parts, ",")
+}
+
+//go:embed shipped
+var shippedFS embed.FS
+
+// Shipped is the tuning compiled into fp8gen (tune/shipped/*.json), and
+// a warning for each file or entry that cannot be used.
+func Shipped() (*Cache, []string) {
+	c := New()
+	var warn []string
+	ents, _ := shippedFS.ReadDir("shipped")
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, err := shippedFS.ReadFile("shipped/" + e.Name())
+		if err != nil {
+			warn = append(warn, err.Error())
+			continue
+		}
+		one, w := parse("shipped "+e.Name(), data)
+		warn = append(warn, w...)
+		for k, v := range one.entries {
+			c.entries[k] = v
+		}
+	}
+	return c, warn
+}
+
+// LookupAnyCompiler is an entry for k tuned with any compiler (the
+// shipped tuning's lookup), the first in key order.
+func (c *Cache) LookupAnyCompiler(k Key) (Entry, bool) {
+	for _, key := range slices.SortedFunc(maps.Keys(c.entries), func(a, b Key) int {
+		return strings.Compare(keyString(a), keyString(b))
+	}) {
+		if key.Op == k.Op && key.Options == k.Options && key.Target == k.Target && key.Class == k.Class {
+			return c.entries[key], true
+		}
+	}
+	return Entry{}, false
 }

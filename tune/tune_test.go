@@ -141,3 +141,28 @@ func TestSaveKeepsWhatItCannotUse(t *testing.T) {
 		t.Errorf("8 concurrent updates left %d entries (warnings %v)", c.Len(), warn)
 	}
 }
+
+// The shipped tuning parses without a warning, and its lookup takes an
+// entry of any compiler version.
+func TestShipped(t *testing.T) {
+	c, warn := Shipped()
+	if len(warn) != 0 {
+		t.Errorf("the shipped tuning warns: %v", warn)
+	}
+	t.Logf("%d shipped entries", c.Len())
+	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8})
+	own := New()
+	own.Put(e)
+	k := e.Key
+	k.Compiler = "nvcc Cuda compilation tools, release 99.0"
+	if _, ok := own.Lookup(k); ok {
+		t.Error("Lookup matched another compiler")
+	}
+	if got, ok := own.LookupAnyCompiler(k); !ok || got.Schedule["WARPS"] != 8 {
+		t.Errorf("LookupAnyCompiler: %+v, %v", got, ok)
+	}
+	k.Class = "M=1/1,K=1/1"
+	if _, ok := own.LookupAnyCompiler(k); ok {
+		t.Error("LookupAnyCompiler matched another class")
+	}
+}

@@ -257,19 +257,22 @@ func compileAll(g *backend.GPU, plans []*ops.Plan) []error {
 // tunedSchedule is the schedule the tuning cache holds for a call, if
 // any holds at its shape; warnings go to w.
 func tunedSchedule(c *ops.Call, w io.Writer) schedule.Params {
+	key := tune.Key{Op: c.Op.Name, Options: c.Options.String(), Target: c.Target.Name, Class: tune.Class(c.Op, c.Shape)}
+	var e tune.Entry
+	ok := false
 	path, err := tune.DefaultPath()
-	if err != nil {
-		return nil
+	if err == nil {
+		if cache := loadTuned(path, w); cache.Len() > 0 {
+			if key.Compiler, _ = (&runtime.Compiler{}).Identity(context.Background(), c.Target); key.Compiler != "" {
+				e, ok = cache.Lookup(key)
+			}
+		}
 	}
-	cache := loadTuned(path, w)
-	if cache.Len() == 0 {
-		return nil
+	if !ok {
+		// fp8gen's own tuning, from any compiler version.
+		e, ok = shippedTuning(w).LookupAnyCompiler(key)
+		path = "shipped with fp8gen (tune/shipped)"
 	}
-	ident, err := (&runtime.Compiler{}).Identity(context.Background(), c.Target)
-	if err != nil {
-		return nil // no compiler for the target: no tuned entry applies
-	}
-	e, ok := cache.Lookup(tune.Key{Op: c.Op.Name, Options: c.Options.String(), Target: c.Target.Name, Class: tune.Class(c.Op, c.Shape), Compiler: ident})
 	if !ok {
 		return nil
 	}
@@ -312,3 +315,28 @@ func loadTuned(path string, w io.Writer) *tune.Cache {
 	loaded.m[key] = c
 	return c
 }
+
+var shipped = sync.OnceValue(func() struct {
+	c    *tune.Cache
+	warn []string
+} {
+	c, warn := tune.Shipped()
+	return struct {
+		c    *tune.Cache
+		warn []string
+	}{c, warn}
+})
+
+// shippedTuning is the tuning compiled into fp8gen; its warnings (a bad
+// shipped file is a bug of ours, but no reason to fail) go to w once.
+func shippedTuning(w io.Writer) *tune.Cache {
+	s := shipped()
+	shippedWarned.Do(func() {
+		for _, m := range s.warn {
+			fmt.Fprintln(w, "fp8gen:", m)
+		}
+	})
+	return s.c
+}
+
+var shippedWarned sync.Once
