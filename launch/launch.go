@@ -239,6 +239,15 @@ func (r *Runner) Run(ctx context.Context, op *Op, sizes Sizes, tensors Tensors) 
 	if err != nil {
 		return err
 	}
+	if m.IndexBits == 32 {
+		// The manifest bounds elements; what the tiles reach past them
+		// (padding rows times a long row) is this fp8gen's to check.
+		if wide, err := call.IndexOverflows(); err != nil {
+			return err
+		} else if wide {
+			return fmt.Errorf("%s: at %s this 32-bit export's tiles reach past 2^31 elements; export it at this shape (it then indexes in 64 bits)", m.Op, sizesString(int64Map(map[string]int(sizes))))
+		}
+	}
 	host, err := checkTensors(m, sh, tensors, r.dev != nil)
 	if err != nil {
 		return err

@@ -322,3 +322,24 @@ func TestExportSkew(t *testing.T) {
 		}
 	}
 }
+
+// A 32-bit export run at a shape whose tiles reach past 2^31 (the
+// padding rows of the last tile times a long row) is refused, though its
+// elements are within the manifest's bound.
+func TestExportIndexReach(t *testing.T) {
+	dir := t.TempDir()
+	exportTo(t, dir, "grouped_colwise_cast", ops.Shape{"T": 7, "K": 33, "E": 3}, nil, "sm_90")
+	lo, err := Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := OnCPU("sm_90")
+	sh := Sizes{"T": 71580, "K": 30000, "E": 3}
+	if err := lo.Manifests("sm_90")[0].Check(map[string]int64{"T": 71580, "K": 30000, "E": 3}); err != nil {
+		t.Fatalf("the manifest itself should admit the shape: %v", err)
+	}
+	err = r.Run(context.Background(), lo, sh, Tensors{})
+	if err == nil || !strings.Contains(err.Error(), "tiles reach past 2^31 elements") {
+		t.Errorf("%v: %v", sh, err)
+	}
+}

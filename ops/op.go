@@ -778,7 +778,7 @@ func (c *Call) Plan() (*Plan, error) {
 		return nil, err
 	}
 	if c.Index == ir.I32 {
-		wide, err := c.indexOverflows()
+		wide, err := c.IndexOverflows()
 		if err != nil {
 			return nil, err
 		}
@@ -818,12 +818,12 @@ func (c *Call) Plan() (*Plan, error) {
 	return p, nil
 }
 
-// indexOverflows reports whether some kernel's 32-bit index arithmetic
+// IndexOverflows reports whether some kernel's 32-bit index arithmetic
 // can leave the 32-bit range at this shape and schedule (the padding rows
 // of a tile past the last element, a loop counter stepping past 2^31),
 // which the element count alone does not show: such a call indexes in 64
 // bits.
-func (c *Call) indexOverflows() (bool, error) {
+func (c *Call) IndexOverflows() (bool, error) {
 	env := c.env()
 	sizes := map[string]int64{}
 	for k, v := range c.Shape {
