@@ -57,6 +57,7 @@ type Op struct {
 
 	mu    sync.Mutex
 	plans map[string]*ops.Plan // the CPU's, by the first kernel's symbol
+	reach map[string]bool      // reachesPast's answers
 }
 
 // Load reads an op's exports from fsys: dir is one export, or holds one
@@ -64,7 +65,7 @@ type Op struct {
 // of shapes holding those (dir/0/sm_90/manifest.json, dir/1/sm_90/…),
 // tried in the order of their names.
 func Load(fsys fs.FS, dir string) (*Op, error) {
-	op := &Op{bundles: map[string][]*export.Bundle{}, plans: map[string]*ops.Plan{}}
+	op := &Op{bundles: map[string][]*export.Bundle{}, plans: map[string]*ops.Plan{}, reach: map[string]bool{}}
 	add := func(d string) error {
 		b, err := export.ReadFS(fsys, d)
 		if err != nil {
@@ -115,6 +116,26 @@ func Load(fsys fs.FS, dir string) (*Op, error) {
 		return nil, fmt.Errorf("launch: %s holds no export (no %s)", dir, export.ManifestFile)
 	}
 	return op, nil
+}
+
+// reachesPast is call.IndexOverflows, remembered per export and shape:
+// a launcher called every step must not rebuild the kernels' IR each time.
+func (op *Op) reachesPast(m *export.Manifest, call *ops.Call) (bool, error) {
+	key := m.Kernels[0].Symbol + " " + call.Shape.String()
+	op.mu.Lock()
+	wide, ok := op.reach[key]
+	op.mu.Unlock()
+	if ok {
+		return wide, nil
+	}
+	wide, err := call.IndexOverflows()
+	if err != nil {
+		return false, err
+	}
+	op.mu.Lock()
+	op.reach[key] = wide
+	op.mu.Unlock()
+	return wide, nil
 }
 
 // Targets are the targets the op was exported for, sorted.
@@ -242,7 +263,7 @@ func (r *Runner) Run(ctx context.Context, op *Op, sizes Sizes, tensors Tensors) 
 	if m.IndexBits == 32 {
 		// The manifest bounds elements; what the tiles reach past them
 		// (padding rows times a long row) is this fp8gen's to check.
-		if wide, err := call.IndexOverflows(); err != nil {
+		if wide, err := op.reachesPast(m, call); err != nil {
 			return err
 		} else if wide {
 			return fmt.Errorf("%s: at %s this 32-bit export's tiles reach past 2^31 elements; export it at this shape (it then indexes in 64 bits)", m.Op, sizesString(int64Map(map[string]int(sizes))))
