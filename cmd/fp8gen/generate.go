@@ -19,7 +19,9 @@ import (
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
+	"github.com/fp8gen/fp8gen/tune"
 )
 
 const generateUsage = `generate -o FILE.go [-package P] [--targets T,…] [--objects T[=ARCH],…] SPEC…
@@ -115,7 +117,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		for _, sh := range v.shapes {
 			var class []*export.Bundle
 			for _, t := range targets {
-				p, err := v.op.NewPlan(t, sh, v.opts, nil)
+				p, err := v.op.NewPlan(t, sh, v.opts, shippedSchedule(v.op, t, sh, v.opts, stderr))
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", v.spec, err)}
 				}
@@ -453,4 +455,20 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// shippedSchedule is the schedule fp8gen's shipped tuning holds for an
+// export, if one holds there: generated launchers take it (and only it,
+// not the user's cache, so that go generate writes the same files on
+// every machine).
+func shippedSchedule(op *ops.Op, t *target.Target, sh ops.Shape, o ops.Options, w io.Writer) schedule.Params {
+	c, err := op.NewCall(t, sh, o)
+	if err != nil {
+		return nil
+	}
+	e, ok := shippedTuning(w).LookupAnyCompiler(tune.Key{Op: op.Name, Options: c.Options.String(), Target: t.Name, Class: tune.Class(op, sh)})
+	if !ok || usable(c, e) != nil {
+		return nil
+	}
+	return e.Params()
 }
