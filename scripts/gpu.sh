@@ -49,6 +49,11 @@ if [ -x "$bin/launch.test" ]; then
 		echo "PyTorch loader tests: rc=$?"
 	fi
 fi
+if [ -x "$bin/golden.test" ]; then
+	# The register estimate against ptxas (nvcc is here).
+	(cd golden && "$bin/golden.test" -test.v -test.run NVCCRegisters) > "$out/nvcc-registers.log" 2>&1
+	echo "register estimate vs ptxas: rc=$?"
+fi
 "$bin/backend.test" -test.v -test.run GPU -test.timeout 8m > "$out/backend-tests.log" 2>&1
 echo "backend GPU tests: rc=$? ($(grep -c -- '--- PASS' "$out/backend-tests.log") passed, $(grep -c -- '--- FAIL' "$out/backend-tests.log") failed)"
 grep -A3 -- '--- FAIL' "$out/backend-tests.log" | head -40
