@@ -3,7 +3,7 @@
 # binaries into .gpu/; copy the few a run needs into a small folder that is
 # carried along (the device tool takes 64 MiB a call):
 #
-#   mkdir -p .gpurun && cp .gpu/backend.test .gpu/runtime.test .gpu/launch.test .gpu/cmd_fp8gen.test .gpu/fp8gen .gpurun/
+#   mkdir -p .gpurun && cp .gpu/{backend,runtime,launch,cmd_fp8gen,golden}.test .gpu/fp8gen .gpurun/
 #
 # There, from the repository root: `bash scripts/gpu.sh OUTDIR [BASELINE]`.
 # It runs the runtime and backend GPU tests (every op, shape, option and
