@@ -82,7 +82,7 @@ func TestEveryOpExports(t *testing.T) {
 				if diff := cmp.Diff(m, back, cmp.Comparer(func(a, b interface{ String() string }) bool { return a.String() == b.String() })); diff != "" {
 					t.Errorf("%s %s %v: read back (-wrote +read):\n%s", name, tg, o, diff)
 				}
-				if err := m.Check(int64Shape(m.Shape)); err != nil {
+				if err := m.Check(Sizes64(m.Shape)); err != nil {
 					t.Errorf("%s %s %v: refuses its own shape: %v", name, tg, o, err)
 				}
 				for _, k := range m.Kernels {
@@ -95,14 +95,6 @@ func TestEveryOpExports(t *testing.T) {
 		}
 	}
 	t.Logf("%d manifests", n)
-}
-
-func int64Shape(sh map[string]int) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range sh {
-		out[k] = int64(v)
-	}
-	return out
 }
 
 // The schema is not vacuous: it refuses manifests broken in each way a

@@ -33,11 +33,13 @@ import (
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
-	"github.com/fp8gen/fp8gen/target"
 )
 
 // Version is the manifest format's version. A reader refuses any other.
 const Version = 1
+
+// ElemBytes is the size of an element of each dtype a manifest names.
+var ElemBytes = map[string]int{"f32": 4, "bf16": 2, "i32": 4, "i64": 8, "e4m3fn": 1, "e4m3fnuz": 1, "e5m2": 1, "e5m2fnuz": 1}
 
 // Manifest is manifest.json.
 type Manifest struct {
@@ -144,13 +146,6 @@ type Param struct {
 	DType string `json:"dtype,omitempty"`
 }
 
-func vendor(v target.Vendor) string {
-	if v == target.NVIDIA {
-		return "nvidia"
-	}
-	return "amd"
-}
-
 // New describes a plan and writes its kernels into one translation unit,
 // without a code object (see Compile). The plan's shape becomes the
 // manifest's class: its sizes' divisors, its schedule's constraints, its
@@ -159,7 +154,7 @@ func New(p *ops.Plan) (*Bundle, error) {
 	op := p.Op
 	m := &Manifest{
 		Version: Version, Op: op.Name, Doc: op.Doc,
-		Target:   Target{Name: p.Target.Name, Vendor: vendor(p.Target.Vendor), Product: p.Target.Product, WaveSize: p.Target.WaveSize},
+		Target:   Target{Name: p.Target.Name, Vendor: p.Target.Vendor.String(), Product: p.Target.Product, WaveSize: p.Target.WaveSize},
 		Options:  maps.Clone(p.Options),
 		Schedule: maps.Clone(map[string]int(p.Schedule)),
 		Shape:    maps.Clone(map[string]int(p.Shape)),
@@ -321,7 +316,7 @@ func (m *Manifest) Validate() error {
 		if t.Status != "" && t.Role != "scratch" {
 			return bad("tensor %s: a status word must be scratch", t.Name)
 		}
-		if !slices.Contains([]string{"f32", "bf16", "i32", "i64", "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz"}, t.DType) {
+		if _, ok := ElemBytes[t.DType]; !ok {
 			return bad("tensor %s: dtype %q: want f32, bf16, i32, i64 or an FP8 format", t.Name, t.DType)
 		}
 		if tensors[t.Name] {
@@ -388,7 +383,7 @@ func (m *Manifest) Check(sh map[string]int64) error {
 			return fmt.Errorf("%s: constraint %s: %v", m.Op, c.Expr, err)
 		}
 		if v == 0 {
-			return fmt.Errorf("%s: at %s, %s fails: %s", m.Op, shapeString(sh), c.Expr, c.Why)
+			return fmt.Errorf("%s: at %s, %s fails: %s", m.Op, SizesText(sh), c.Expr, c.Why)
 		}
 	}
 	for _, t := range m.Tensors {
@@ -464,10 +459,20 @@ func (k *Kernel) GridAt(sh map[string]int64) ([3]int64, error) {
 	return g, nil
 }
 
-func shapeString(sh map[string]int64) string {
+// SizesText writes sizes sorted by name: "K=4096,M=64".
+func SizesText(sh map[string]int64) string {
 	var kv []string
 	for _, k := range slices.Sorted(maps.Keys(sh)) {
 		kv = append(kv, fmt.Sprintf("%s=%d", k, sh[k]))
 	}
 	return strings.Join(kv, ",")
+}
+
+// Sizes64 is a shape as Check and the manifest's expressions take it.
+func Sizes64(sh map[string]int) map[string]int64 {
+	out := make(map[string]int64, len(sh))
+	for k, v := range sh {
+		out[k] = int64(v)
+	}
+	return out
 }

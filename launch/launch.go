@@ -165,10 +165,7 @@ func (op *Op) pick(t string, sizes Sizes) (*export.Bundle, map[string]int64, err
 	if len(bs) == 0 {
 		return nil, nil, fmt.Errorf("launch: %s was exported for %s, not for %s", op.Name, strings.Join(op.Targets(), ", "), t)
 	}
-	sh := map[string]int64{}
-	for k, v := range sizes {
-		sh[k] = int64(v)
-	}
+	sh := export.Sizes64(sizes)
 	var why []string
 	for i, b := range bs {
 		err := b.Manifest.Check(sh)
@@ -178,17 +175,9 @@ func (op *Op) pick(t string, sizes Sizes) (*export.Bundle, map[string]int64, err
 		if len(bs) == 1 {
 			return nil, nil, err
 		}
-		why = append(why, fmt.Sprintf("export %d (at %s): %v", i+1, sizesString(int64Map(b.Manifest.Shape)), err))
+		why = append(why, fmt.Sprintf("export %d (at %s): %v", i+1, export.SizesText(export.Sizes64(b.Manifest.Shape)), err))
 	}
-	return nil, nil, fmt.Errorf("%s: none of its %d exports for %s runs %s:\n  %s", op.Name, len(bs), t, sizesString(sh), strings.Join(why, "\n  "))
-}
-
-func int64Map(m map[string]int) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range m {
-		out[k] = int64(v)
-	}
-	return out
+	return nil, nil, fmt.Errorf("%s: none of its %d exports for %s runs %s:\n  %s", op.Name, len(bs), t, export.SizesText(sh), strings.Join(why, "\n  "))
 }
 
 // Runner runs ops on one GPU, or in the CPU interpreter as a target.
@@ -266,7 +255,7 @@ func (r *Runner) Run(ctx context.Context, op *Op, sizes Sizes, tensors Tensors) 
 		if wide, err := op.reachesPast(m, call); err != nil {
 			return err
 		} else if wide {
-			return fmt.Errorf("%s: at %s this 32-bit export's tiles reach past 2^31 elements; export it at this shape (it then indexes in 64 bits)", m.Op, sizesString(int64Map(map[string]int(sizes))))
+			return fmt.Errorf("%s: at %s this 32-bit export's tiles reach past 2^31 elements; export it at this shape (it then indexes in 64 bits)", m.Op, export.SizesText(export.Sizes64(sizes)))
 		}
 	}
 	host, err := checkTensors(m, sh, tensors, r.dev != nil)
@@ -301,10 +290,7 @@ func (op *Op) call(t *target.Target, m *export.Manifest, sizes Sizes) (*ops.Call
 	// The export must describe the op as this fp8gen has it, tensor for
 	// tensor, or its checks and this fp8gen's reading of the tensors part.
 	specs := c.Specs()
-	sh := map[string]int64{}
-	for k, v := range sizes {
-		sh[k] = int64(v)
-	}
+	sh := export.Sizes64(sizes)
 	skew := func(what string) error {
 		return fmt.Errorf("launch: %s's export for %s does not match this fp8gen's op (%s); export it again", m.Op, t.Name, what)
 	}
@@ -348,10 +334,10 @@ func checkTensors(m *export.Manifest, sh map[string]int64, ts Tensors, gpu bool)
 			return false, fmt.Errorf("%s: tensor %s is %s; want %s", m.Op, t.Name, a.DType, t.DType)
 		}
 		if !slices.Equal(int64s(a.Shape), dims) {
-			return false, fmt.Errorf("%s: tensor %s has shape %v; at %s it is %v", m.Op, t.Name, a.Shape, sizesString(sh), dims)
+			return false, fmt.Errorf("%s: tensor %s has shape %v; at %s it is %v", m.Op, t.Name, a.Shape, export.SizesText(sh), dims)
 		}
 		n, _ := m.Elems(t, sh)
-		bytes := n * int64(dtypeBytes(t.DType))
+		bytes := n * int64(export.ElemBytes[t.DType])
 		switch {
 		case (a.Data != nil) == (a.Buf != nil):
 			return false, fmt.Errorf("%s: tensor %s: give host Data or a device Buf, one of them", m.Op, t.Name)
@@ -378,26 +364,6 @@ func int64s(s []int) []int64 {
 		out[i] = int64(v)
 	}
 	return out
-}
-
-func dtypeBytes(d string) int {
-	switch d {
-	case "f32", "i32":
-		return 4
-	case "bf16":
-		return 2
-	case "i64":
-		return 8
-	}
-	return 1 // the FP8 formats
-}
-
-func sizesString(sh map[string]int64) string {
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(sh)) {
-		kv = append(kv, fmt.Sprintf("%s=%d", k, sh[k]))
-	}
-	return strings.Join(kv, ",")
 }
 
 // plan is the op as this fp8gen lowers it for the interpreter, made at the
@@ -484,7 +450,7 @@ func (r *Runner) NewTensor(op *Op, name string, sizes Sizes) (*Tensor, error) {
 		for i, d := range dims {
 			shape[i] = int(d)
 		}
-		return &Tensor{DType: t.DType, Shape: shape, Data: make([]byte, n*int64(dtypeBytes(t.DType)))}, nil
+		return &Tensor{DType: t.DType, Shape: shape, Data: make([]byte, n*int64(export.ElemBytes[t.DType]))}, nil
 	}
 	return nil, fmt.Errorf("%s: no tensor %s", op.Name, name)
 }

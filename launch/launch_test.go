@@ -91,7 +91,7 @@ func TestClassMatchesReference(t *testing.T) {
 				}
 				m := lo.Manifests(tn)[0]
 				for _, sh := range op.Tests.Shapes {
-					if m.Check(int64s2(sh)) != nil {
+					if m.Check(export.Sizes64(sh)) != nil {
 						continue
 					}
 					c, err := op.NewCall(tg, sh, nil)
@@ -123,14 +123,6 @@ func TestClassMatchesReference(t *testing.T) {
 			t.Logf("%s on %s: %d shapes, %d of them other than exported", name, tn, ran, other)
 		}
 	}
-}
-
-func int64s2(sh ops.Shape) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range sh {
-		out[k] = int64(v)
-	}
-	return out
 }
 
 // Run refuses, before anything runs, what does not fit the export.

@@ -134,7 +134,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, prev := range e.classes {
 				if prev[0].Manifest.Kernels[0].Symbol == class[0].Manifest.Kernels[0].Symbol {
-					return usagef("%s: the shapes %s and %s make the same kernels (one class of shapes); keep one", v.spec, sizesText(prev[0].Manifest.Shape), sizesText(class[0].Manifest.Shape))
+					return usagef("%s: the shapes %s and %s make the same kernels (one class of shapes); keep one", v.spec, ops.Shape(prev[0].Manifest.Shape).String(), ops.Shape(class[0].Manifest.Shape).String())
 				}
 			}
 			e.classes = append(e.classes, class)
@@ -307,13 +307,13 @@ func launcher(f *jen.File, kdir, stem string, v *variant, classes [][]*export.Bu
 		doc = append(doc, fmt.Sprintf("\t%-*s  %-6s  %s [%s]", w, t.Name, t.Role, dt, strings.Join(dims, ", ")))
 	}
 	if len(classes) == 1 {
-		doc = append(doc, "", fmt.Sprintf("Exported at %s; it runs the shapes where", sizesText(m0.Shape)), "")
+		doc = append(doc, "", fmt.Sprintf("Exported at %s; it runs the shapes where", ops.Shape(m0.Shape).String()), "")
 	} else {
 		doc = append(doc, "", "It runs the first of its exports that holds a call's shape:", "")
 	}
 	for _, class := range classes {
 		if len(classes) > 1 {
-			doc = append(doc, fmt.Sprintf("\texported at %s, where", sizesText(class[0].Manifest.Shape)))
+			doc = append(doc, fmt.Sprintf("\texported at %s, where", ops.Shape(class[0].Manifest.Shape).String()))
 		}
 		indent := "\t"
 		if len(classes) > 1 {
@@ -383,14 +383,6 @@ func optionsText(o map[string]string) string {
 		return "no options"
 	}
 	return strings.Join(kv, ", ")
-}
-
-func sizesText(sh map[string]int) string {
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(sh)) {
-		kv = append(kv, fmt.Sprintf("%s=%d", k, sh[k]))
-	}
-	return strings.Join(kv, ",")
 }
 
 // classText says which shapes a manifest runs, in a line.
