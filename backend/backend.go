@@ -100,6 +100,18 @@ func Comment(p *ops.Plan, s *ops.Step) string {
 	return fmt.Sprintf("fp8gen %s (op %s) for %s%s, schedule %v", s.Func.Name, p.Op.Name, p.Target.Name, format, p.Schedule)
 }
 
+// Unit writes every kernel of a plan, each with its Comment, into one
+// translation unit.
+func Unit(p *ops.Plan) (*emit.Units, error) {
+	var fns []*ir.Func
+	var comments []string
+	for _, s := range p.Steps {
+		fns = append(fns, s.Func)
+		comments = append(comments, Comment(p, s))
+	}
+	return emit.Unit(fns, comments)
+}
+
 // Kernel emits, compiles (through the JIT cache) and loads a step's kernel.
 func (g *GPU) Kernel(ctx context.Context, p *ops.Plan, s *ops.Step, st *Stats) (*runtime.Kernel, *emit.Kernel, error) {
 	return g.kernel(ctx, s.Func, Comment(p, s), st)

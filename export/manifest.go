@@ -27,7 +27,6 @@ import (
 	"strings"
 
 	"github.com/fp8gen/fp8gen/backend"
-	"github.com/fp8gen/fp8gen/emit"
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/ops"
@@ -203,13 +202,7 @@ func New(p *ops.Plan) (*Bundle, error) {
 		}
 		m.Tensors = append(m.Tensors, t)
 	}
-	var fs []*ir.Func
-	var comments []string
-	for _, s := range p.Steps {
-		fs = append(fs, s.Func)
-		comments = append(comments, backend.Comment(p, s))
-	}
-	u, err := emit.Unit(fs, comments)
+	u, err := backend.Unit(p)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ package launch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -24,6 +23,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fp8gen/fp8gen/backend"
 	"github.com/fp8gen/fp8gen/export"
 	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ops"
@@ -193,19 +193,14 @@ type Runner struct {
 // Open opens GPU 0, or, where there is none, the CPU interpreter running
 // the exports for cpuTarget.
 func Open(cpuTarget string) (*Runner, error) {
-	d, err := runtime.Open(0)
-	if errors.Is(err, runtime.ErrNoDevice) {
+	g, err := backend.OpenGPU()
+	if backend.IsNoDevice(err) {
 		return OnCPU(cpuTarget)
 	}
 	if err != nil {
 		return nil, err
 	}
-	t, err := d.Target()
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	return &Runner{dev: d, target: t, kernels: map[string]*runtime.Kernel{}}, nil
+	return &Runner{dev: g.Dev, target: g.T, kernels: map[string]*runtime.Kernel{}}, nil
 }
 
 // OnCPU is a runner that interprets the exports for target t.

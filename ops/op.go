@@ -706,20 +706,13 @@ func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
 // can share a module or a process. The same variant hashes the same in
 // every run.
 func (c *Call) variantHash(kernel string, div map[string]int) string {
-	kv := func(m map[string]int) string {
-		var s []string
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			s = append(s, k+"="+strconv.Itoa(m[k]))
-		}
-		return strings.Join(s, ",")
-	}
 	format := ""
 	if c.Format != nil {
 		format = c.Format.Name
 	}
 	key := strings.Join([]string{
 		"op=" + c.Op.Name, "kernel=" + kernel, "target=" + c.Target.Name, "format=" + format,
-		"options=" + c.Options.String(), "schedule=" + kv(c.Schedule), "div=" + kv(div), "index=" + c.Index.String(),
+		"options=" + c.Options.String(), "schedule=" + c.Schedule.String(), "div=" + schedule.Params(div).String(), "index=" + c.Index.String(),
 	}, ";")
 	h := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(h[:4])

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fp8gen/fp8gen/backend"
-	"github.com/fp8gen/fp8gen/emit"
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
@@ -100,13 +99,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var fns []*ir.Func
-	var comments []string
-	for _, s := range p.Steps {
-		fns = append(fns, s.Func)
-		comments = append(comments, backend.Comment(p, s))
-	}
-	u, err := emit.Unit(fns, comments)
+	u, err := backend.Unit(p)
 	if err != nil {
 		return err
 	}

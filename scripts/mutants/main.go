@@ -148,7 +148,7 @@ var mutants = []mutant{
 	// ops, export, launch: variants, manifests and the launcher's checks.
 	{
 		file:   "ops/op.go",
-		old:    `"options=" + c.Options.String(), "schedule=" + kv(c.Schedule), `,
+		old:    `"options=" + c.Options.String(), "schedule=" + c.Schedule.String(), `,
 		new:    `"options=" + c.Options.String(), `,
 		pkgs:   []string{"./ops"},
 		tests:  "VariantSymbols",
