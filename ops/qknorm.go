@@ -135,17 +135,34 @@ func qkCandidates() []Candidate {
 	return out
 }
 
-var qkTests = Tests{
-	Shapes: []Shape{
-		{"B": 1, "S": 1, "HQ": 1, "HKV": 1, "D": 64},
-		{"B": 1, "S": 3, "HQ": 4, "HKV": 2, "D": 64},
-		{"B": 2, "S": 5, "HQ": 2, "HKV": 1, "D": 128},
-		{"B": 3, "S": 7, "HQ": 8, "HKV": 2, "D": 64},
-	},
-	GPU:     []Shape{{"B": 2, "S": 333, "HQ": 32, "HKV": 4, "D": 128}, {"B": 1, "S": 1001, "HQ": 64, "HKV": 8, "D": 64}},
-	Options: []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5"}, {"angles": "theta"}},
-	Odd:     Shape{"B": 2, "S": 5, "HQ": 4, "HKV": 2, "D": 64},
-	Wide:    Shape{"B": 8, "S": 32768, "HQ": 64, "HKV": 8, "D": 128},
+// qkTests are both directions' test shapes, with their own option sets.
+func qkTests(options []Options) Tests {
+	return Tests{
+		Shapes: []Shape{
+			{"B": 1, "S": 1, "HQ": 1, "HKV": 1, "D": 64},
+			{"B": 1, "S": 3, "HQ": 4, "HKV": 2, "D": 64},
+			{"B": 2, "S": 5, "HQ": 2, "HKV": 1, "D": 128},
+			{"B": 3, "S": 7, "HQ": 8, "HKV": 2, "D": 64},
+		},
+		GPU:     []Shape{{"B": 2, "S": 333, "HQ": 32, "HKV": 4, "D": 128}, {"B": 1, "S": 1001, "HQ": 64, "HKV": 8, "D": 64}},
+		Options: options,
+		Odd:     Shape{"B": 2, "S": 5, "HQ": 4, "HKV": 2, "D": 64},
+		Wide:    Shape{"B": 8, "S": 32768, "HQ": 64, "HKV": 8, "D": 128},
+	}
+}
+
+// qkOp completes and registers a QK-norm description with what both
+// directions share: sizes, schedule space, size rules, example and bench
+// shapes, inputs and their host checks.
+func qkOp(op Op) *Op {
+	op.Sizes = []string{"B", "S", "HQ", "HKV", "D"}
+	op.Knobs, op.Constraints, op.Candidates = qkKnobs, qkConstraints, qkCandidates()
+	op.SizeRules, op.OptionRules = qkSizeRules, qkThetaRule
+	op.Ceiling = e("100")
+	op.Example = Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128}
+	op.Bench, op.Peers = qkBench, true
+	op.FillInputs, op.Validate = qkInputs, qkValidate
+	return register(&op)
 }
 
 var qkBench = []Shape{
@@ -170,10 +187,9 @@ func qkTensors(lists ...[]Arg) []Arg {
 	return out
 }
 
-var QKNormRope = register(&Op{
-	Name:  "qk_norm_rope",
-	Doc:   "qkv[B,S,(HQ+2·HKV)·D] packed → q[B,S,HQ,D], k, v[B,S,HKV,D] bf16: q and k RMS-normalised per head and rotated (RoPE), v copied",
-	Sizes: []string{"B", "S", "HQ", "HKV", "D"},
+var QKNormRope = qkOp(Op{
+	Name: "qk_norm_rope",
+	Doc:  "qkv[B,S,(HQ+2·HKV)·D] packed → q[B,S,HQ,D], k, v[B,S,HKV,D] bf16: q and k RMS-normalised per head and rotated (RoPE), v copied",
 	Options: append(append([]Option(nil), qkOptions...),
 		Option{Name: "round_norm", Doc: "round the normalised value to bf16 before the rotation, as the unfused chain does", Values: []string{"false", "true"}, Default: "false"}),
 	Tensors: qkTensors(
@@ -183,36 +199,20 @@ var QKNormRope = register(&Op{
 		byOrder("k", "bf16", Output, "", "HKV", "D"),
 		byOrder("v", "bf16", Output, "", "HKV", "D"),
 	),
-	Kernels:     []*Kernel{{Name: "qk_norm_rope", Build: qkNormFwdKernel, Grid: [3]expr.Expr{e("cdiv(B * S * (HQ + 2 * HKV), ROWS)"), e("1"), e("1")}}},
-	Knobs:       qkKnobs,
-	Constraints: qkConstraints,
-	SizeRules:   qkSizeRules,
-	OptionRules: qkThetaRule,
-	Candidates:  qkCandidates(),
-	Ceiling:     e("100"),
-	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
-	Peers:       true,
-	Bench:       qkBench,
-	Tests: func() Tests {
-		t := qkTests
-		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "round_norm": "true"}, {"angles": "theta", "rope": "gptj"}}
-		return t
-	}(),
+	Kernels: []*Kernel{{Name: "qk_norm_rope", Build: qkNormFwdKernel, Grid: [3]expr.Expr{e("cdiv(B * S * (HQ + 2 * HKV), ROWS)"), e("1"), e("1")}}},
+	Tests:   qkTests([]Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "round_norm": "true"}, {"angles": "theta", "rope": "gptj"}}),
 	Goldens: []Variant{
 		{Name: "sbhd_gptj", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "round_norm": "true"}},
 		{Name: "d64", Shape: Shape{"B": 4, "S": 256, "HQ": 64, "HKV": 8, "D": 64}},
 		{Name: "theta", Options: Options{"angles": "theta"}},
 	},
-	FillInputs: qkInputs,
-	Validate:   qkValidate,
-	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkForward(c, in); return out },
-	Allowance:  func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkForward(c, in); return a },
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkForward(c, in); return out },
+	Allowance: func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkForward(c, in); return a },
 })
 
-var QKNormRopeBwd = register(&Op{
+var QKNormRopeBwd = qkOp(Op{
 	Name:    "qk_norm_rope_bwd",
 	Doc:     "qkv, dq, dk, dv → d_qkv packed as qkv, d_q_weight[D], d_k_weight[D] f32: the backward of qk_norm_rope, weight gradients in a fixed order",
-	Sizes:   []string{"B", "S", "HQ", "HKV", "D"},
 	Options: append(append([]Option(nil), qkOptions...), Option{Name: "dx", Doc: "element type of d_qkv", Values: []string{"bf16", "f32"}, Default: "bf16"}),
 	Tensors: qkTensors(
 		byOrder("qkv", "bf16", Input, "the packed projection the forward read", "(HQ + 2 * HKV) * D"),
@@ -231,29 +231,14 @@ var QKNormRopeBwd = register(&Op{
 		{Name: "qk_norm_rope_bwd", Build: qkNormBwdKernel, Grid: [3]expr.Expr{e(qkPartsExpr), e("1"), e("1")}},
 		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("1"), e("1")}},
 	},
-	Knobs:       qkKnobs,
-	Constraints: qkConstraints,
-	SizeRules:   qkSizeRules,
-	OptionRules: qkThetaRule,
-	Candidates:  qkCandidates(),
-	Ceiling:     e("100"),
-	Example:     Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128},
-	Peers:       true,
-	Bench:       qkBench,
-	Forward:     QKNormRope,
-	Tests: func() Tests {
-		t := qkTests
-		t.Options = []Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}, {"angles": "theta"}}
-		return t
-	}(),
+	Forward: QKNormRope,
+	Tests:   qkTests([]Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}, {"angles": "theta"}}),
 	Goldens: []Variant{
 		{Name: "sbhd_gptj_f32", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "dx": "f32"}},
 		{Name: "theta", Options: Options{"angles": "theta"}},
 	},
-	FillInputs: qkInputs,
-	Validate:   qkValidate,
-	Reference:  func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkBackward(c, in); return out },
-	Allowance:  func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkBackward(c, in); return a },
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkBackward(c, in); return out },
+	Allowance: func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkBackward(c, in); return a },
 })
 
 // qkInputs: real RoPE tables (θ = 10000) and weights near 1; adversarial,

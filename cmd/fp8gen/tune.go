@@ -316,27 +316,18 @@ func loadTuned(path string, w io.Writer) *tune.Cache {
 	return c
 }
 
-var shipped = sync.OnceValue(func() struct {
-	c    *tune.Cache
-	warn []string
-} {
-	c, warn := tune.Shipped()
-	return struct {
-		c    *tune.Cache
-		warn []string
-	}{c, warn}
-})
+var shipped = sync.OnceValues(tune.Shipped)
 
 // shippedTuning is the tuning compiled into fp8gen; its warnings (a bad
 // shipped file is a bug of ours, but no reason to fail) go to w once.
 func shippedTuning(w io.Writer) *tune.Cache {
-	s := shipped()
+	c, warn := shipped()
 	shippedWarned.Do(func() {
-		for _, m := range s.warn {
+		for _, m := range warn {
 			fmt.Fprintln(w, "fp8gen:", m)
 		}
 	})
-	return s.c
+	return c
 }
 
 var shippedWarned sync.Once
