@@ -435,7 +435,7 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]A
 			p, sign := partner(c, i, l.d, false)
 			cs, sn := trig(c, in, pos, i, l.d)
 			a, b := f32(n[i]*cs), f32(sign*n[p]*sn)
-			out[name].SetBits(o+i, uint64(refnum.BF16(float32(a+b))))
+			setRef(out[name], o+i, a+b)
 			v, base := a+b, (math.Abs(a)+math.Abs(b))/(1<<20)
 			slack := base
 			for _, ni := range []float64{lo[i], hi[i]} {
