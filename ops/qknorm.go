@@ -35,7 +35,10 @@ import (
 // n[:D/2])) or the interleaved one (rope=gptj: rot(n)[2i] = −n[2i+1],
 // rot(n)[2i+1] = n[2i]), and cos, sin the [S, D] tables at the token's
 // position s. v is copied. NaN and ±Inf follow IEEE: a NaN or Inf in a
-// head makes the head's sum NaN or Inf, and the head NaN (Inf·0) or 0.
+// head makes the head's sum NaN or Inf, and the head NaN (Inf·0) or 0. A
+// NaN's sign and payload are the hardware's (NVIDIA's 0x7fff…, the
+// interpreter's host's), so results are held to NaN, not to NaN bits
+// (ops.CompareUpToNaN); v, a copy, keeps its bits.
 //
 // Backward, from dy = dq or dk of each head (v's gradient is dv):
 //
@@ -113,22 +116,28 @@ var qkKnobs = []schedule.Knob{
 	warpsKnob,
 	{Name: "ROWS", Doc: "head rows (D elements each) per tile", Domain: schedule.Pow2("1", "256")},
 	{Name: "HEAD_D", Doc: "the head size the kernels are compiled for", Domain: schedule.Pow2("64", "128")},
+	{Name: "LANES", Doc: "lanes of a wave along a head row, each holding D / LANES elements as 16-byte vectors; at D / 16 or fewer a lane holds both halves of its rotate-half pairs and the rotation is a register permutation, above that a shuffle", Domain: schedule.Pow2("1", "WAVE")},
 }
 
 var qkConstraints = []schedule.Constraint{
 	{Cond: e("HEAD_D == D"), Why: "the kernels are compiled for one head size: HEAD_D must be D"},
+	{Cond: e("LANES * 8 <= HEAD_D"), Why: "a lane holds at least one 16-byte vector (8 elements) of a head row: LANES at most HEAD_D / 8"},
 	tileLimit("ROWS * HEAD_D"),
 }
 
-// qkCandidates: tiles of ROWS heads with 8, 16 or 4 elements a lane.
+// qkCandidates: tiles of one head row per WAVE / LANES lanes, a lane
+// holding 16 elements (both halves of its rotate-half pairs: no exchange),
+// 8 (a shuffle exchange) or 32, in blocks of 4 or 8 waves.
 func qkCandidates() []Candidate {
 	var out []Candidate
-	for _, per := range []string{"8", "16", "4"} {
+	for _, per := range []string{"16", "8", "32"} {
 		for _, warps := range []string{"4", "8"} {
+			lanes := "min(WAVE, D / " + per + ")"
 			out = append(out, Candidate{
 				{"HEAD_D", e("D")},
 				{"WARPS", e(warps)},
-				{"ROWS", e("max(1, " + warps + " * WAVE * " + per + " / D)")},
+				{"LANES", e(lanes)},
+				{"ROWS", e(warps + " * WAVE / " + lanes)},
 			})
 		}
 	}
@@ -461,7 +470,7 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 	x := in["qkv"]
 	dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 	dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
-	t, xh, dy, dn := make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d)
+	t, xh, dy, dn, dnAbs := make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d)
 	for hr := 0; hr < l.rows; hr++ {
 		_, kind, pos, o := l.head(hr)
 		if kind == 2 {
@@ -485,16 +494,18 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 			cs, _ := trig(c, in, pos, i, l.d)
 			_, sn := trig(c, in, pos, p, l.d)
 			dn[i] = f32(f32(dy[i]*cs) + sign*f32(dy[p]*sn))
-			g := f32(dn[i] * xh[i])
-			dw[kind][i] += g
-			dwAbs[kind][i] += math.Abs(g)
+			// The terms' size bounds dn's error where they cancel (cos
+			// and sin computed in the kernel are within an ulp).
+			dnAbs[i] = math.Abs(dy[i]*cs) + math.Abs(dy[p]*sn)
+			dw[kind][i] += f32(dn[i] * xh[i])
+			dwAbs[kind][i] += dnAbs[i] * math.Abs(xh[i])
 		}
 		var dot, dotAbs float64
 		dxh := make([]float64, l.d)
 		for i := range dxh {
 			dxh[i] = f32(dn[i] * w.Float(i))
 			dot += f32(dxh[i] * xh[i])
-			dotAbs += math.Abs(f32(dxh[i] * xh[i]))
+			dotAbs += dnAbs[i] * math.Abs(w.Float(i)*xh[i])
 		}
 		mean := f32(f32(dot) / float64(l.d))
 		for i := range dxh {
@@ -502,7 +513,7 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 			v := f32(dxh[i]-m) * r
 			setRef(dx, hr*l.d+i, v)
 			allow["d_qkv"].Value[hr*l.d+i] = v
-			allow["d_qkv"].Slack[hr*l.d+i] = math.Abs(r) * (math.Abs(dxh[i])/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
+			allow["d_qkv"].Slack[hr*l.d+i] = math.Abs(r) * (dnAbs[i]*math.Abs(w.Float(i))/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
 		}
 	}
 	for k, name := range []string{"d_q_weight", "d_k_weight"} {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fp8gen/fp8gen/fp8"
 	"github.com/fp8gen/fp8gen/internal/captest"
 	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
@@ -304,5 +305,54 @@ func TestQKPositions(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// NaNs match NaNs only in float tensors, whatever their bits; an element
+// whose slack is infinite may be anything; any other NaN is a failure.
+func TestCheckNaNRules(t *testing.T) {
+	c, in := qkCase(t, QKNormRopeBwd, nil, 5)
+	x := c.Expect(in)
+	got := func() map[string]*Tensor {
+		m := map[string]*Tensor{}
+		for n, w := range x.want {
+			m[n] = &Tensor{Spec: w.Spec, Data: append([]byte(nil), w.Data...)}
+		}
+		return m
+	}
+	if _, err := x.Check(got()); err != nil {
+		t.Fatalf("the reference against itself: %v", err)
+	}
+	g := got()
+	dx := g["d_qkv"]
+	dx.SetBits(3, 0x7fc1) // NaN where the reference is a finite number
+	if _, err := x.Check(g); err == nil || !strings.Contains(err.Error(), "d_qkv: 1 of") {
+		t.Errorf("a NaN for a finite value: %v; want d_qkv's element refused", err)
+	}
+	x.allow["d_qkv"].Slack[3] = math.Inf(1) // an f32 intermediate may overflow there
+	if _, err := x.Check(g); err != nil {
+		t.Errorf("a NaN where the slack is infinite: %v", err)
+	}
+
+	w := map[string]*Tensor{
+		"b": {Spec{Name: "b", DType: ir.BF16, Shape: []int{2}}, []byte{0xc0, 0x7f, 0, 0}},
+		"f": {Spec{Name: "f", DType: ir.F32, Shape: []int{1}}, []byte{0, 0, 0xc0, 0xff}},
+		"q": {Spec{Name: "q", DType: ir.FP8(fp8.E4M3FN), Shape: []int{1}}, []byte{0x7f}},
+	}
+	h := map[string]*Tensor{
+		"b": {Spec{Name: "b", DType: ir.BF16, Shape: []int{2}}, []byte{0xff, 0x7f, 0, 0}},
+		"f": {Spec{Name: "f", DType: ir.F32, Shape: []int{1}}, []byte{0xff, 0xff, 0xff, 0x7f}},
+		"q": {Spec{Name: "q", DType: ir.FP8(fp8.E4M3FN), Shape: []int{1}}, []byte{0xff}},
+	}
+	err := CompareUpToNaN(w, h)
+	if err == nil || strings.Contains(err.Error(), "b:") || strings.Contains(err.Error(), "f:") || !strings.Contains(err.Error(), "q:") {
+		t.Errorf("CompareUpToNaN: %v; want only the fp8 tensor's NaN bits refused", err)
+	}
+	if err := Compare(w, h); err == nil || !strings.Contains(err.Error(), "b:") {
+		t.Errorf("Compare: %v; want NaN bits compared", err)
+	}
+	h["b"].Data[2] = 1
+	if err := CompareUpToNaN(w, h); err == nil || !strings.Contains(err.Error(), "b: 1 of 4 bytes") {
+		t.Errorf("CompareUpToNaN of a changed number: %v", err)
 	}
 }
