@@ -10,11 +10,16 @@ import (
 // each lane holds 16 bytes (or the whole extent) contiguously along the
 // contiguous axis, a wave's lanes run along that axis first, and waves are
 // spread over the other axis first, so that a wave touches whole rows of
-// consecutive bytes.
-func anchor(shape []int, contig, elemBytes, wave, warps int) *ir.Layout {
+// consecutive bytes. lanes > 0 caps the lanes along the contiguous axis.
+func anchor(shape []int, contig, elemBytes, wave, warps, lanes int) *ir.Layout {
 	r := len(shape)
 	if r == 1 {
 		spt := min(max(16/elemBytes, 1), shape[0])
+		if lanes > 0 && lanes < min(wave, shape[0]/spt) {
+			// A row of the [rows, n] tiles it is broadcast into: those
+			// lanes and registers, every wave and lane row alike.
+			return anchor([]int{warps * wave / lanes, shape[0]}, 1, elemBytes, wave, warps, lanes).Slice(0)
+		}
 		return ir.Blocked([]int{spt}, []int{wave}, []int{warps}, []int{0})
 	}
 	o := 1 - contig
@@ -22,6 +27,9 @@ func anchor(shape []int, contig, elemBytes, wave, warps int) *ir.Layout {
 	spt[contig] = min(max(16/elemBytes, 1), shape[contig])
 	spt[o] = 1
 	tpw[contig] = min(wave, shape[contig]/spt[contig])
+	if lanes > 0 {
+		tpw[contig] = min(tpw[contig], lanes)
+	}
 	tpw[o] = wave / tpw[contig]
 	rest := max(shape[o]/(spt[o]*tpw[o]), 1)
 	wpb[o] = min(warps, rest)
@@ -66,7 +74,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 		if n, ok := narrowest[key(p)]; ok && n < b && b <= 2*n {
 			b = n
 		}
-		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps)
+		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps, cfg.Lanes)
 	}
 	set := func(v *ir.Value, l *ir.Layout) bool {
 		if v.Type.Rank() == 0 || v.Type.Layout != nil || l == nil {
@@ -123,7 +131,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			for _, v := range all {
 				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op.HasResult() && !derived(v) {
 					contig := v.Type.Rank() - 1
-					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps)) || changed
+					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes)) || changed
 					break
 				}
 			}

@@ -28,6 +28,11 @@ import (
 // Config is what lowering needs from the schedule and the call site.
 type Config struct {
 	Warps int // waves per block
+	// Lanes, if set, is the most lanes of a wave a global access puts
+	// along a tile's contiguous axis; the anchor then wraps the axis, each
+	// lane holding several 16-byte vectors of a row (element d and
+	// d + Lanes·vector in one lane). 0: as many lanes as the vectors fill.
+	Lanes int
 	// Div holds, for a size parameter, a power of two known to divide it (the
 	// runtime specializes kernels on it, as Triton does on 16): it lets loads
 	// and stores use vectors.

@@ -235,19 +235,28 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(partials, b.Add(b.Add(base, hd), d)), acc[1], nil)
 }
 
-// qkNormDwKernel folds the partials in program order, one program for
-// d_q_weight and one for d_k_weight: the sums' bits do not depend on the
-// order in which the backward's programs ran.
+// qkNormDwKernel folds the partials, one program for d_q_weight and one
+// for d_k_weight: qkFoldRows programs' rows at a time into a [rows, D]
+// accumulator (independent loads in flight, not one serial chain), then
+// the rows' tree. The association is fixed by the target's program count
+// and the schedule, so the sums' bits do not depend on the order in which
+// the backward's programs ran.
 func qkNormDwKernel(b *ir.Builder, c *Call) {
 	partials := b.Param("partials", ir.F32)
 	dqw, dkw := b.Param("d_q_weight", ir.F32), b.Param("d_k_weight", ir.F32)
-	hd := c.Knob("HEAD_D")
+	hd, parts := c.Knob("HEAD_D"), qkParts(c)
 	which := b.ProgramID(0)
 	d := b.Arange(hd)
-	acc := b.For(0, qkParts(c), 1, []*ir.Value{b.Full(ir.F32, 0, hd).Named("dw")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {
-		at := b.Add(b.Mul(b.Add(b.Mul(p, 2), which), hd), d)
-		return []*ir.Value{b.Add(acc[0], b.Load(b.PtrAdd(partials, at), nil, nil))}
+	acc := b.For(0, parts, qkFoldRows, []*ir.Value{b.Full(ir.F32, 0, qkFoldRows, hd).Named("dw_rows")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {
+		rows := b.Add(p, b.Arange(qkFoldRows))
+		at := b.Add(b.Col(b.Mul(b.Add(b.Mul(rows, 2), which), hd)), b.Row(d))
+		part := b.Load(b.PtrAdd(partials, at), b.Col(b.Lt(rows, parts)), nil)
+		return []*ir.Value{b.Add(acc[0], part)}
 	})
-	b.Store(b.PtrAdd(dqw, d), acc[0], b.Splat(b.Eq(which, 0), hd))
-	b.Store(b.PtrAdd(dkw, d), acc[0], b.Splat(b.Eq(which, 1), hd))
+	dw := b.Reduce(acc[0], 0, ir.RSum).Named("dw")
+	b.Store(b.PtrAdd(dqw, d), dw, b.Splat(b.Eq(which, 0), hd))
+	b.Store(b.PtrAdd(dkw, d), dw, b.Splat(b.Eq(which, 1), hd))
 }
+
+// qkFoldRows is the partials' rows qkNormDwKernel adds at a time.
+const qkFoldRows = 32
