@@ -129,7 +129,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		t, spec, err := timePlan(g, p, j, *check, *warm, *iters)
+		t, spec, err := timePlan(g, p, j, newSample(p.Call, *check), *warm, *iters)
 		if err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if pf, err = j.op.Forward.NewPlan(g.T, j.shape, nil, defaultOf(j.op.Forward)); err != nil {
 				return usageError{err}
 			}
-			tf, specF, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, *check, *warm, *iters)
+			tf, specF, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, newSample(pf.Call, *check), *warm, *iters)
 			if err != nil {
 				return err
 			}
@@ -313,15 +313,30 @@ func findPeers() (string, error) {
 }
 
 // timePlan checks a plan's outputs once (if check) and times it.
-func timePlan(g *backend.GPU, p *ops.Plan, j job, check bool, warm, iters int) (time.Duration, string, error) {
-	in := ops.Inputs(p.Call, 1, false)
-	all, out := p.WithOutputs(in)
+// sample is one shape's inputs and, when checking, their reference:
+// the same for every schedule of the shape, so a tune or a sweep makes
+// them once (the reference of a large shape takes seconds).
+type sample struct {
+	in  map[string]*ops.Tensor
+	exp *ops.Expected // nil: not checked
+}
+
+func newSample(c *ops.Call, check bool) sample {
+	s := sample{in: ops.Inputs(c, 1, false)}
+	if check {
+		s.exp = c.Expect(s.in)
+	}
+	return s
+}
+
+func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (time.Duration, string, error) {
+	all, out := p.WithOutputs(smp.in)
 	pr, err := g.Prepare(context.Background(), p, all)
 	if err != nil {
 		return 0, "", err
 	}
 	defer pr.Free()
-	if check {
+	if smp.exp != nil {
 		if err := pr.Poison(backend.Poison); err != nil {
 			return 0, "", err
 		}
@@ -331,7 +346,7 @@ func timePlan(g *backend.GPU, p *ops.Plan, j job, check bool, warm, iters int) (
 		if err := pr.Download(all); err != nil {
 			return 0, "", err
 		}
-		if _, err := p.Call.CheckOutputs(in, out); err != nil {
+		if _, err := smp.exp.Check(out); err != nil {
 			return 0, "", fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
 		}
 	}
@@ -357,13 +372,13 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 	if err != nil {
 		return nil, 0, err
 	}
+	in := ops.Inputs(c, 1, false) // one set for every point
 	for _, s := range space {
 		p, err := j.op.NewPlan(g.T, j.shape, nil, s)
 		if err != nil {
 			fmt.Fprintf(w, "  sweep %s %s %v: infeasible: %v\n", j.op.Name, j.text, s, strings.ReplaceAll(err.Error(), "\n", " "))
 			continue
 		}
-		in := ops.Inputs(p.Call, 1, false)
 		all, _ := p.WithOutputs(in)
 		pr, err := g.Prepare(context.Background(), p, all)
 		if err != nil {

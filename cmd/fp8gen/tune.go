@@ -177,8 +177,9 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	}
 	var res []timed
 	best := -1
+	smp := newSample(plans[0].Call, true)
 	for _, p := range plans {
-		t, _, err := timePlan(g, p, job{op, sh, tune.ShapeText(op, sh)}, true, warm, iters)
+		t, _, err := timePlan(g, p, job{op, sh, tune.ShapeText(op, sh)}, smp, warm, iters)
 		if err != nil {
 			return err
 		}
