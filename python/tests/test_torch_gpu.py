@@ -189,7 +189,7 @@ class TorchGPUTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         from fp8gen_torch import driver, load, ops  # torch is here: import the loader
-        cls.driver, cls.load, cls.opsmod = driver, load, ops
+        cls.driver, cls.load, cls.opsmod = driver, staticmethod(load), ops
         cls.index = torch.cuda.current_device()
         cls.target = driver.device_target(cls.index)
         cls.ops, targets = list_ops_and_targets()
