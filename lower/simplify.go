@@ -497,7 +497,7 @@ func (s *simplifier) rangeOf(v *ir.Value) interval {
 	case ir.OpTid:
 		return interval{0, int64(s.f.Threads - 1), true}
 	case ir.OpProgramID:
-		return interval{0, lim.hi, true}
+		return interval{0, math.MaxInt32, true} // a grid axis holds < 2^31 programs
 	case ir.OpCast:
 		if v.Args[0].Type.DType.IsInt() {
 			return arg(0)
@@ -514,7 +514,8 @@ func (s *simplifier) rangeOf(v *ir.Value) interval {
 		}
 	case ir.OpMul:
 		a, b := arg(0), arg(1)
-		if a.known && b.known && a.lo >= 0 && b.lo >= 0 {
+		// a.hi · b.hi must not wrap (bounds of i64 values reach 2^61).
+		if a.known && b.known && a.lo >= 0 && b.lo >= 0 && (a.hi == 0 || b.hi <= lim.hi/a.hi) {
 			return in(interval{a.lo * b.lo, a.hi * b.hi, true})
 		}
 	case ir.OpDiv:
