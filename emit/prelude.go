@@ -54,14 +54,7 @@ func helperFns(t *target.Target, formats []*fp8.Format, hw bool) []helperFn {
 		{"fp8g_absf", "FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }\n"},
 		{"fp8g_negf", "FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }\n"},
 		{"fp8g_bf16_to_f32", "FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n"},
-		{"fp8g_f32_to_bf16", `// Round to nearest even; NaN stays a quiet NaN.
-FP8G_FN uint16_t fp8g_f32_to_bf16(float f) {
-  uint32_t u = __float_as_uint(f);
-  if (f != f) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-`},
+		{"fp8g_f32_to_bf16", bf16Encoder(hw)},
 		{"fp8g_pow2_floor", `// The largest power of two not above x, for finite x > 0; x otherwise.
 FP8G_FN float fp8g_pow2_floor(float x) {
   uint32_t u = __float_as_uint(x);
@@ -88,6 +81,30 @@ FP8G_FN int fp8g_f32_to_i32(float f) {
 		fns = append(fns, helperFn{"fp8g_from_" + f.Name, decoder(f)})
 	}
 	return fns
+}
+
+// bf16Encoder is the f32 → bf16 cast: round to nearest even, subnormals
+// kept. With hw (sm_89+) one cvt.rn.bf16.f32, which writes a NaN as
+// 0x7fff; otherwise written out, a NaN kept as the quiet NaN of its high
+// half. NaN payloads are not part of the contract (ops.CompareUpToNaN).
+func bf16Encoder(hw bool) string {
+	if hw {
+		return `// Round to nearest even (the hardware's cvt); NaN → 0x7fff.
+FP8G_FN uint16_t fp8g_f32_to_bf16(float f) {
+  uint16_t r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+`
+	}
+	return `// Round to nearest even; NaN stays a quiet NaN.
+FP8G_FN uint16_t fp8g_f32_to_bf16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if (f != f) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+`
 }
 
 // maxCode is the code of +Max.

@@ -43,7 +43,8 @@ func MinF32(a, b float32) float32 {
 	return b
 }
 
-// F32ToBF16 rounds to nearest even; NaN stays a quiet NaN.
+// F32ToBF16 rounds to nearest even; NaN stays a quiet NaN (a NaN's
+// payload is the target's: NVIDIA's conversion writes 0x7fff).
 func F32ToBF16(f float32) uint16 {
 	u := math.Float32bits(f)
 	if f != f {

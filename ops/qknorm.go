@@ -116,11 +116,14 @@ var qkKnobs = []schedule.Knob{
 	warpsKnob,
 	{Name: "ROWS", Doc: "head rows (D elements each) per tile", Domain: schedule.Pow2("1", "256")},
 	{Name: "HEAD_D", Doc: "the head size the kernels are compiled for", Domain: schedule.Pow2("64", "128")},
+	{Name: "KV_HEADS", Doc: "the KV heads (HKV) the kernels are compiled for", Domain: schedule.Range("1", "65536")},
+	{Name: "GROUP", Doc: "the query heads per KV head (HQ / HKV) the kernels are compiled for", Domain: schedule.Range("1", "65536")},
 	{Name: "LANES", Doc: "lanes of a wave along a head row, each holding D / LANES elements as 16-byte vectors; at D / 16 or fewer a lane holds both halves of its rotate-half pairs and the rotation is a register permutation, above that a shuffle", Domain: schedule.Pow2("1", "WAVE")},
 }
 
 var qkConstraints = []schedule.Constraint{
 	{Cond: e("HEAD_D == D"), Why: "the kernels are compiled for one head size: HEAD_D must be D"},
+	{Cond: e("KV_HEADS == HKV && GROUP * HKV == HQ"), Why: "the kernels are compiled for one head count: KV_HEADS must be HKV and GROUP must be HQ / HKV"},
 	{Cond: e("LANES * 8 <= HEAD_D"), Why: "a lane holds at least one 16-byte vector (8 elements) of a head row: LANES at most HEAD_D / 8"},
 	tileLimit("ROWS * HEAD_D"),
 }
@@ -135,6 +138,8 @@ func qkCandidates() []Candidate {
 			lanes := "min(WAVE, D / " + per + ")"
 			out = append(out, Candidate{
 				{"HEAD_D", e("D")},
+				{"KV_HEADS", e("HKV")},
+				{"GROUP", e("HQ / HKV")},
 				{"WARPS", e(warps)},
 				{"LANES", e(lanes)},
 				{"ROWS", e(warps + " * WAVE / " + lanes)},
@@ -149,6 +154,7 @@ func qkTests(options []Options) Tests {
 	return Tests{
 		Shapes: []Shape{
 			{"B": 1, "S": 1, "HQ": 1, "HKV": 1, "D": 64},
+			{"B": 1, "S": 2, "HQ": 1, "HKV": 1, "D": 64}, // the heads above (the kernels' constants): in one export's class
 			{"B": 1, "S": 3, "HQ": 4, "HKV": 2, "D": 64},
 			{"B": 2, "S": 5, "HQ": 2, "HKV": 1, "D": 128},
 			{"B": 3, "S": 7, "HQ": 8, "HKV": 2, "D": 64},

@@ -24,11 +24,15 @@ type qkRows struct {
 	hd, hq, hkv, grp *ir.Value
 }
 
-// qkSizes are the sizes, declared once per kernel.
+// qkSizes are the sizes, declared once per kernel. The head counts are
+// the schedule's constants (KV_HEADS = HKV, GROUP = HQ / HKV): a model's
+// heads do not change, and the divisions by them that place each row in
+// its group then cost a multiply and a shift, not a division each.
 type qkSizes struct{ bs, s, hq, hkv *ir.Value }
 
-func qkSizesOf(b *ir.Builder) qkSizes {
-	return qkSizes{b.Size("B"), b.Size("S"), b.Size("HQ"), b.Size("HKV")}
+func qkSizesOf(b *ir.Builder, c *Call) qkSizes {
+	kv := c.Knob("KV_HEADS")
+	return qkSizes{b.Size("B"), b.Size("S"), b.Int(c.Knob("GROUP") * kv), b.Int(kv)}
 }
 
 // rows is the number of head rows.
@@ -178,7 +182,7 @@ func qkNormFwdKernel(b *ir.Builder, c *Call) {
 	qkv := b.Param("qkv", ir.BF16)
 	p := qkParamsOf(b, c)
 	q, k, v := b.Param("q", ir.BF16), b.Param("k", ir.BF16), b.Param("v", ir.BF16)
-	t := qkTile(b, c, qkSizesOf(b), b.Mul(b.ProgramID(0), c.Knob("ROWS")))
+	t := qkTile(b, c, qkSizesOf(b, c), b.Mul(b.ProgramID(0), c.Knob("ROWS")))
 	raw := b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil).Named("raw")
 	x := b.Cast(raw, ir.F32).Named("x")
 	n := b.Mul(b.Mul(x, b.Col(rms(b, c, x))), weights(b, p, t)).Named("normed")
@@ -201,7 +205,7 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	dq, dk, dv := b.Param("dq", ir.BF16), b.Param("dk", ir.BF16), b.Param("dv", ir.BF16)
 	dqkv := b.Param("d_qkv", c.DType("d_qkv"))
 	partials := b.Param("partials", ir.F32)
-	z := qkSizesOf(b)
+	z := qkSizesOf(b, c)
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
 	tiles := b.CDiv(z.rows(b), nr).Named("tiles")
 	pid, np := b.ProgramID(0), b.NumPrograms(0)

@@ -52,7 +52,9 @@ type Target struct {
 	CheckArch string // --offload-arch accepted by CI's hipcc for a compile check, "" if none
 	// HWCvt: the emitter may use the hardware's saturating f32→fp8
 	// conversion (cvt.rn.satfinite on sm_89+), whose results match package
-	// fp8 bit for bit (checked on the GPU by the backend tests).
+	// fp8 bit for bit, and its f32→bf16 one (cvt.rn.bf16.f32), which
+	// matches but for NaN payloads (checked on the GPU by the backend
+	// tests).
 	HWCvt bool
 }
 
