@@ -136,7 +136,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "run OP --shape M=…,K=… [--device auto|cpu|gpu] [--target T] [--in NAME=FILE.npy] [--out DIR]", stderr)
 	var of opFlags
 	of.register(fs, "")
-	of.useTuned = true // run takes what fp8gen tune kept; ir, emit and export the op's default
+	of.useTuned = true // run takes what fp8gen tune kept (then the shipped tuning); export the shipped tuning; ir and emit the op's default
 	device := fs.String("device", "auto", "auto (GPU if one is found, else the CPU interpreter), cpu or gpu")
 	inputs := kvFlag{form: "NAME=FILE"}
 	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable")
@@ -297,7 +297,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 	optSet := map[string]string{}
 	for _, t := range op.Tensors {
 		a, ok := files[t.Name]
-		if !ok {
+		if !ok || !o.present(op, t) {
 			continue
 		}
 		if len(a.Shape) != len(t.Shape) {
@@ -353,7 +353,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		return err
 	}
 	for _, t := range op.Tensors {
-		if a, ok := files[t.Name]; ok {
+		if a, ok := files[t.Name]; ok && o.present(op, t) {
 			for i, e := range t.Shape {
 				if n := e.Names(); len(n) == 1 && e.String() == n[0] && sh[n[0]] != a.Shape[i] {
 					return usagef("--shape %s does not match %s's shape %v in %s", o.shape, t.Name, a.Shape, path[t.Name])
@@ -362,6 +362,23 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		}
 	}
 	return nil
+}
+
+// present reports whether t exists under the options the flags give
+// (--opt, else the option's default): an op may list one name under
+// several options (qkv if order=bshd, qkv if order=sbhd).
+func (o *opFlags) present(op *ops.Op, t ops.Arg) bool {
+	if t.When == "" {
+		return true
+	}
+	k, v, _ := strings.Cut(t.When, "=")
+	for _, kv := range o.opts.kv {
+		if kv[0] == k {
+			return kv[1] == v
+		}
+	}
+	i := slices.IndexFunc(op.Options, func(x ops.Option) bool { return x.Name == k })
+	return i >= 0 && op.Options[i].Default == v
 }
 
 func dims(t ops.Arg) string {

@@ -17,6 +17,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", "export OP --target T [--shape M=…,K=…] [--schedule k=v,…] [--compile auto|yes|no] [--object-arch A] -o DIR", stderr)
 	var of opFlags
 	of.register(fs, "")
+	of.useShipped = true // as generate: the same file on every machine, whatever its tuning cache
 	out := fs.String("o", "", "write manifest.json, the source and the code object to the folder DIR (all or none)")
 	compile := fs.String("compile", "auto", "build the code object: yes (fail without the target's compiler), no, or auto (where the compiler is found)")
 	objArch := fs.String("object-arch", "", "compile for this architecture of the target's family instead of the target's own (gfx940 for gfx942 with an older hipcc); the manifest records it, and loaders refuse it on other hardware")

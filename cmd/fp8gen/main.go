@@ -249,6 +249,7 @@ type opFlags struct {
 	pow2                             bool
 	opts                             kvFlag
 	useTuned                         bool // plan may take its schedule from the tuning cache (run)
+	useShipped                       bool // plan may take its schedule from the shipped tuning only (export)
 	tuned                            bool // plan took it from there
 }
 
@@ -360,6 +361,9 @@ func (o *opFlags) plan(opName string, t *target.Target) (*ops.Plan, error) {
 			override = tunedSchedule(c, o.fs.Output())
 			o.tuned = override != nil
 		}
+	}
+	if len(override) == 0 && o.useShipped {
+		override = shippedSchedule(op, t, sh, opts, o.fs.Output())
 	}
 	p, err := op.NewPlan(t, sh, opts, override)
 	if err != nil {

@@ -729,3 +729,53 @@ func TestRunGroupedOffsetsFromFiles(t *testing.T) {
 		t.Errorf("refused runs created %s", bad)
 	}
 }
+
+// run --in takes the QK-norm op's inputs, whose names the op lists once
+// per token order (qkv [B,S,…] if order=bshd, [S,B,…] if sbhd): only the
+// order the flags select is held to the files.
+func TestRunQKFromFiles(t *testing.T) {
+	op, _ := ops.Lookup("qk_norm_rope")
+	tg, _ := target.Lookup("sm_90")
+	for _, order := range []string{"bshd", "sbhd"} {
+		t.Run(order, func(t *testing.T) {
+			sh := ops.Shape{"B": 2, "S": 3, "HQ": 4, "HKV": 2, "D": 64}
+			c, err := op.NewCall(tg, sh, ops.Options{"order": order})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := ops.Inputs(c, 3, false)
+			dir := t.TempDir()
+			args := cpu("run", "qk_norm_rope", "--shape", "B=2,S=3,HQ=4,HKV=2,D=64", "--opt", "order="+order, "--out", filepath.Join(dir, "out"))
+			for name, x := range in {
+				var a *npy.Array
+				if x.DType == ir.BF16 {
+					v := make([]uint16, x.Elems())
+					for i := range v {
+						v[i] = uint16(x.Bits(i))
+					}
+					a = npy.FromUint16(x.Shape, v)
+				} else {
+					a = npy.FromFloat32(x.Shape, x.Floats())
+				}
+				f := filepath.Join(dir, name+".npy")
+				if err := npy.WriteFile(f, a); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--in", name+"="+f)
+			}
+			code, out, errs := fp8gen(t, args...)
+			want(t, args, code, 0, out+errs, "B=2,D=64,HKV=2,HQ=4,S=3", "wrote 3 outputs")
+			got := map[string]*ops.Tensor{}
+			for _, s := range c.SpecsOf(ops.Output) {
+				a, err := npy.ReadFile(filepath.Join(dir, "out", s.Name+".npy"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[s.Name] = &ops.Tensor{Spec: s, Data: a.Data}
+			}
+			if _, err := c.CheckOutputs(in, got); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

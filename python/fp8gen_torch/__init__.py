@@ -16,7 +16,7 @@ __all__ = ["VERSION", "Expr", "ExprError", "Manifest", "ManifestError", "ShapeEr
            "load", "load_manifest", "parse"]
 
 
-def load(folder, check_status=True):
+def load(folder, check_status=True, sizes=None):
     """The export in folder as a callable PyTorch op (see ops.Op)."""
     from .ops import load as _load  # torch only now
-    return _load(folder, check_status=check_status)
+    return _load(folder, check_status=check_status, sizes=sizes)

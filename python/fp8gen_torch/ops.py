@@ -107,12 +107,15 @@ class Op:
     capturable in a CUDA graph), at the price of not hearing of bad input.
     """
 
-    def __init__(self, manifest, check_status=True):
+    def __init__(self, manifest, check_status=True, sizes=None):
         m = self.manifest = manifest
         if not m.inputs:
             raise ManifestError("%s: no input tensors: nothing to infer the sizes from" % m.op)
         self.name = m.op
         self.check_status = check_status
+        inferable = {d.plain_name for t in m.inputs for d in t.shape if d.plain_name}
+        self.fixed_sizes = {n: m.shape[n] for n in m.size_names if n not in inferable and n in m.shape}
+        self.fixed_sizes.update(sizes or {})
         self.input_names = [t.name for t in m.inputs]
         self.output_names = [t.name for t in m.outputs]
         self.dtypes = {t.name: torch_dtype(t.dtype) for t in m.tensors}
@@ -169,6 +172,12 @@ class Op:
                     raise ShapeError("%s: size %s is %s by input %s but %s by %s"
                                      % (m.op, n, v, t.name, sizes[n], where[n]))
                 sizes[n], where[n] = v, "%s (dimension %d)" % (t.name, i)
+        # A size no input dimension gives alone (qk_norm_rope's HQ, HKV sit only in
+        # (HQ + 2 * HKV) * D): the caller's (load(..., sizes=)), else the export's
+        # own shape; _plan_for still holds every input's full shape to it.
+        for n in m.size_names:
+            if n not in sizes and n in self.fixed_sizes:
+                sizes[n], where[n] = self.fixed_sizes[n], "load(sizes=) or the export's shape"
         missing = [n for n in m.size_names if n not in sizes]
         if missing:
             raise ShapeError("%s: size %s cannot be inferred: no input dimension is that size alone"
@@ -362,9 +371,9 @@ def _find_export(folder):
     return targets[arch]
 
 
-def load(folder, check_status=True):
+def load(folder, check_status=True, sizes=None):
     """The export in folder (fp8gen export OP --target T -o folder) as an Op.
     The manifest and its files' SHA-256s are checked now; the code object is
     loaded on the first call on each device (compiled from the source there
     if the export holds none for that device's architecture)."""
-    return Op(load_manifest(_find_export(folder)), check_status=check_status)
+    return Op(load_manifest(_find_export(folder)), check_status=check_status, sizes=sizes)
