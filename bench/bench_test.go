@@ -219,3 +219,23 @@ func TestTableSweep(t *testing.T) {
 		t.Error("sweep columns without sweep rows")
 	}
 }
+
+// Log writes whole lines everywhere; on a terminal it first blanks the
+// progress line, which the next Step draws again.
+func TestProgressLog(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf, 2, "bench")
+	p.Log("  rowwise_cast 8192x8192: fp8gen 60.0 µs")
+	if got := buf.String(); got != "  rowwise_cast 8192x8192: fp8gen 60.0 µs\n" {
+		t.Errorf("off a terminal: %q", got)
+	}
+	buf.Reset()
+	p.tty = true
+	p.Step("rowwise_cast 8192x8192")
+	p.Log("a result")
+	p.Step("colwise_cast 8192x8192")
+	want := "\rbench [1/2] rowwise_cast 8192x8192\r" + strings.Repeat(" ", len("bench [1/2] rowwise_cast 8192x8192")) + "\ra result\n\rbench [2/2] colwise_cast 8192x8192"
+	if got := buf.String(); got != want {
+		t.Errorf("on a terminal:\n got %q\nwant %q", got, want)
+	}
+}

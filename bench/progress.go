@@ -53,6 +53,19 @@ func (p *Progress) Step(msg string) {
 	p.show(fmt.Sprintf("%s [%d/%d] %s", p.label, p.done, p.total, msg))
 }
 
+// Log writes a whole line, such as one result as it is measured (so that
+// a run cut short keeps what it measured), above the progress line on a
+// terminal and plainly on any other writer.
+func (p *Progress) Log(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.width > 0 {
+		fmt.Fprintf(p.w, "\r%*s\r", p.width, "")
+		p.width = 0
+	}
+	fmt.Fprintln(p.w, line)
+}
+
 // Done replaces the line with a summary and ends it with a newline.
 func (p *Progress) Done() {
 	p.mu.Lock()

@@ -167,6 +167,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		rows = append(rows, row(bench.ImplFP8Gen, t, strings.Join(sp, " ")),
 			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplCopy, TimeUS: us(ct), Bytes: int64(bytes), GBPerS: copyGBs,
 				PctCopy: 100, GPU: gpu, Date: date})
+		prog.Log(fmt.Sprintf("  %s %s: fp8gen %.1f µs, %.1f%% of copy (%.1f µs)", j.op.Name, j.text, us(t), 100*float64(ct)/float64(t), us(ct)))
 		if *sweep && j.op.Forward == nil {
 			best, bestT, err := sweepSchedules(g, j, *warm, *iters, stdout)
 			if err != nil {
