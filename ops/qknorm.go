@@ -519,17 +519,30 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 			v := f32(dxh[i]-m) * r
 			setRef(dx, hr*l.d+i, v)
 			allow["d_qkv"].Value[hr*l.d+i] = v
-			allow["d_qkv"].Slack[hr*l.d+i] = math.Abs(r) * (dnAbs[i]*math.Abs(w.Float(i))/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
+			slack := math.Abs(r) * (dnAbs[i]*math.Abs(w.Float(i))/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
+			if overF32(dnAbs[i]*max(1, math.Abs(w.Float(i)))) || overF32(dotAbs) {
+				// The kernel's f32 terms or sums may overflow where this
+				// float64 sum does not: the result may be ±Inf or NaN.
+				slack = math.Inf(1)
+			}
+			allow["d_qkv"].Slack[hr*l.d+i] = slack
 		}
 	}
 	for k, name := range []string{"d_q_weight", "d_k_weight"} {
 		for i := 0; i < l.d; i++ {
 			out[name].Set(i, dw[k][i])
 			allow[name].Value[i], allow[name].Slack[i] = dw[k][i], 1e-5*dwAbs[k][i]
+			if overF32(dwAbs[k][i]) {
+				allow[name].Slack[i] = math.Inf(1)
+			}
 		}
 	}
 	return out, allow
 }
+
+// overF32 reports whether a bound on an f32 computation's terms passes
+// the largest f32: the computation may then overflow.
+func overF32(x float64) bool { return x > math.MaxFloat32 }
 
 // setRef writes a reference value rounded to t's type by refnum's own
 // rounding (not the kernels').

@@ -356,3 +356,27 @@ func TestCheckNaNRules(t *testing.T) {
 		t.Errorf("CompareUpToNaN of a changed number: %v", err)
 	}
 }
+
+// The backward in the interpreter (which gives the GPU's bits: the H200
+// reproduced these elements exactly) at the GPU test shapes on adversarial
+// inputs, whose huge heads overflow the kernel's f32 sums where the
+// reference's float64 ones do not.
+func TestQKBackwardAdversarialGPUShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("17 s of interpretation")
+	}
+	tg, _ := target.Lookup("sm_90")
+	for _, o := range QKNormRopeBwd.OptionSets() {
+		for _, sh := range QKNormRopeBwd.Tests.GPU {
+			p, err := QKNormRopeBwd.NewPlan(tg, sh, o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := Inputs(p.Call, 11, true)
+			got := runInterp(t, p, in)
+			if _, err := p.CheckOutputs(in, got); err != nil {
+				t.Errorf("%v %v: %v", sh, o, err)
+			}
+		}
+	}
+}
