@@ -183,6 +183,9 @@ type Op struct {
 	// a result is right if it is a rounding of a value that near. Other
 	// outputs are bit-exact.
 	Allowance func(c *Call, in map[string]*Tensor) map[string]Allow
+	// Expected, if set, computes Reference and Allowance in one pass, for
+	// an op that derives them together (Call.Expect takes it).
+	Expected func(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]Allow)
 	// Dequantize, if set, rebuilds the first input's values from the
 	// outputs (and the other inputs), for the quantization error a run
 	// reports.
@@ -972,6 +975,10 @@ type Expected struct {
 
 // Expect computes the reference for in.
 func (c *Call) Expect(in map[string]*Tensor) *Expected {
+	if c.Op.Expected != nil {
+		want, allow := c.Op.Expected(c, in)
+		return &Expected{c: c, want: want, allow: allow}
+	}
 	x := &Expected{c: c, want: c.Op.Reference(c, in)}
 	if c.Op.Allowance != nil {
 		x.allow = c.Op.Allowance(c, in)

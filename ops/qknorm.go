@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	goruntime "runtime"
 	"strconv"
+	"sync"
 
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/internal/refnum"
@@ -223,6 +225,7 @@ var QKNormRope = qkOp(Op{
 	},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkForward(c, in); return out },
 	Allowance: func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkForward(c, in); return a },
+	Expected:  qkForward,
 })
 
 var QKNormRopeBwd = qkOp(Op{
@@ -254,6 +257,7 @@ var QKNormRopeBwd = qkOp(Op{
 	},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := qkBackward(c, in); return out },
 	Allowance: func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := qkBackward(c, in); return a },
+	Expected:  qkBackward,
 })
 
 // qkInputs: real RoPE tables (θ = 10000) and weights near 1; adversarial,
@@ -337,18 +341,21 @@ func (l qkLayout) head(hr int) (tok, kind, pos, out int) {
 }
 
 // partner is element i's RoPE partner and its sign in rot (transposed:
-// in rotᵀ).
-func partner(c *Call, i, d int, transposed bool) (int, float64) {
-	if c.Opt("rope") == "neox" {
-		if i < d/2 {
-			return i + d/2, map[bool]float64{false: -1, true: 1}[transposed]
-		}
-		return i - d/2, map[bool]float64{false: 1, true: -1}[transposed]
+// in rotᵀ), for the rotate-half pairing (neox) or the interleaved one.
+func partner(neox bool, i, d int, transposed bool) (int, float64) {
+	p, sign := i-1, 1.0 // gptj, odd i: rot(x)[i] = x[i-1]
+	switch {
+	case neox && i < d/2:
+		p, sign = i+d/2, -1
+	case neox:
+		p = i - d/2
+	case i%2 == 0:
+		p, sign = i+1, -1
 	}
-	if i%2 == 0 {
-		return i + 1, map[bool]float64{false: -1, true: 1}[transposed]
+	if transposed {
+		sign = -sign
 	}
-	return i - 1, map[bool]float64{false: 1, true: -1}[transposed]
+	return p, sign
 }
 
 func f32(x float64) float64 { return float64(float32(x)) }
@@ -362,14 +369,39 @@ func pairOf(c *Call, i, d int) int {
 	return i % (d / 2)
 }
 
-// trig is cos and sin of element i at position pos: from the tables, or
-// of the f32 angle pos · inv_freq[pair] (angles=theta), rounded to f32.
-func trig(c *Call, in map[string]*Tensor, pos, i, d int) (float64, float64) {
+// trigOf is cos and sin of element i at position pos: from the tables,
+// or of the f32 angle pos · inv_freq[pair] (angles=theta), rounded to f32.
+func trigOf(c *Call, in map[string]*Tensor) func(pos, i, d int) (float64, float64) {
 	if c.Opt("angles") == "theta" {
-		ang := f32(float64(pos) * in["inv_freq"].Float(pairOf(c, i, d)))
-		return f32(math.Cos(ang)), f32(math.Sin(ang))
+		f := in["inv_freq"]
+		return func(pos, i, d int) (float64, float64) {
+			ang := f32(float64(pos) * f.Float(pairOf(c, i, d)))
+			return f32(math.Cos(ang)), f32(math.Sin(ang))
+		}
 	}
-	return in["cos"].Float(pos*d + i), in["sin"].Float(pos*d + i)
+	cs, sn := in["cos"], in["sin"]
+	return func(pos, i, d int) (float64, float64) { return cs.Float(pos*d + i), sn.Float(pos*d + i) }
+}
+
+// qkChunks splits the head rows into a fixed number of chunks, run in
+// parallel: the references of large shapes took tens of seconds on one
+// core. The count does not depend on the machine, so neither do sums
+// combined chunk by chunk.
+const qkChunks = 64
+
+func qkParallel(rows int, body func(lo, hi, chunk int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	for k := 0; k < qkChunks; k++ {
+		lo, hi := rows*k/qkChunks, rows*(k+1)/qkChunks
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			body(lo, hi, k)
+		}()
+	}
+	wg.Wait()
 }
 
 // maxThetaPos bounds positions with angles=theta: with inv_freq ≤ 1 the
@@ -419,48 +451,52 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]A
 		allow[n] = Allow{Value: make([]float64, out[n].Elems()), Slack: make([]float64, out[n].Elems())}
 	}
 	x := in["qkv"]
-	t, n := make([]float64, l.d), make([]float64, l.d)
-	// Without round_norm, n is one value; with it, the roundings of n's
-	// neighbours within 2^-20 (the kernels' f32 n may be any of them).
-	lo, hi := make([]float64, l.d), make([]float64, l.d)
+	trig, neox, roundNorm := trigOf(c, in), c.Opt("rope") == "neox", c.Flag("round_norm")
 	rb := func(v float64) float64 { return float64(refnum.BF16ToF32(refnum.BF16(float32(v)))) }
-	for hr := 0; hr < l.rows; hr++ {
-		_, kind, pos, o := l.head(hr)
-		name := [...]string{"q", "k", "v"}[kind]
-		if kind == 2 {
-			for i := 0; i < l.d; i++ {
-				out["v"].SetBits(o+i, x.Bits(hr*l.d+i))
+	qkParallel(l.rows, func(rlo, rhi, _ int) {
+		t, n := make([]float64, l.d), make([]float64, l.d)
+		// Without round_norm, n is one value; with it, the roundings of n's
+		// neighbours within 2^-20 (the kernels' f32 n may be any of them).
+		lo, hi := make([]float64, l.d), make([]float64, l.d)
+		for hr := rlo; hr < rhi; hr++ {
+			_, kind, pos, o := l.head(hr)
+			name := [...]string{"q", "k", "v"}[kind]
+			if kind == 2 {
+				for i := 0; i < l.d; i++ {
+					out["v"].SetBits(o+i, x.Bits(hr*l.d+i))
+				}
+				continue
 			}
-			continue
-		}
-		w := in[[...]string{"q_weight", "k_weight"}[kind]]
-		for i := range t {
-			t[i] = x.Float(hr*l.d + i)
-		}
-		r := rrms(c, t)
-		for i := range n {
-			n[i] = f32(f32(t[i]*r) * w.Float(i))
-			lo[i], hi[i] = n[i], n[i]
-			if c.Flag("round_norm") {
-				lo[i], hi[i] = rb(n[i]-math.Abs(n[i])/(1<<20)), rb(n[i]+math.Abs(n[i])/(1<<20))
-				n[i] = rb(n[i])
+			w := in[[...]string{"q_weight", "k_weight"}[kind]]
+			for i := range t {
+				t[i] = x.Float(hr*l.d + i)
 			}
-		}
-		for i := range n {
-			p, sign := partner(c, i, l.d, false)
-			cs, sn := trig(c, in, pos, i, l.d)
-			a, b := f32(n[i]*cs), f32(sign*n[p]*sn)
-			setRef(out[name], o+i, a+b)
-			v, base := a+b, (math.Abs(a)+math.Abs(b))/(1<<20)
-			slack := base
-			for _, ni := range []float64{lo[i], hi[i]} {
-				for _, np := range []float64{lo[p], hi[p]} {
-					slack = max(slack, math.Abs(ni*cs+sign*np*sn-v)+base)
+			r := rrms(c, t)
+			for i := range n {
+				n[i] = f32(f32(t[i]*r) * w.Float(i))
+				lo[i], hi[i] = n[i], n[i]
+				if roundNorm {
+					lo[i], hi[i] = rb(n[i]-math.Abs(n[i])/(1<<20)), rb(n[i]+math.Abs(n[i])/(1<<20))
+					n[i] = rb(n[i])
 				}
 			}
-			allow[name].Value[o+i], allow[name].Slack[o+i] = v, slack
+			a := allow[name]
+			for i := range n {
+				p, sign := partner(neox, i, l.d, false)
+				cs, sn := trig(pos, i, l.d)
+				ta, tb := f32(n[i]*cs), f32(sign*n[p]*sn)
+				setRef(out[name], o+i, ta+tb)
+				v, base := ta+tb, (math.Abs(ta)+math.Abs(tb))/(1<<20)
+				slack := base
+				for _, ni := range [2]float64{lo[i], hi[i]} {
+					for _, np := range [2]float64{lo[p], hi[p]} {
+						slack = max(slack, math.Abs(ni*cs+sign*np*sn-v)+base)
+					}
+				}
+				a.Value[o+i], a.Slack[o+i] = v, slack
+			}
 		}
-	}
+	})
 	return out, allow
 }
 
@@ -474,58 +510,74 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 		allow[n] = Allow{Value: make([]float64, out[n].Elems()), Slack: make([]float64, out[n].Elems())}
 	}
 	x := in["qkv"]
+	trig, neox := trigOf(c, in), c.Opt("rope") == "neox"
+	// Each chunk's weight-gradient sums, added in chunk order below.
+	var dwc, dwAbsc [qkChunks][2][]float64
+	qkParallel(l.rows, func(rlo, rhi, chunk int) {
+		dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
+		dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
+		dwc[chunk], dwAbsc[chunk] = dw, dwAbs
+		t, xh, dy, dn, dnAbs, dxh := make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d)
+		a := allow["d_qkv"]
+		for hr := rlo; hr < rhi; hr++ {
+			_, kind, pos, o := l.head(hr)
+			if kind == 2 {
+				for i := 0; i < l.d; i++ {
+					setRef(dx, hr*l.d+i, in["dv"].Float(o+i))
+					a.Value[hr*l.d+i] = in["dv"].Float(o + i)
+				}
+				continue
+			}
+			dout := in[[...]string{"dq", "dk"}[kind]]
+			w := in[[...]string{"q_weight", "k_weight"}[kind]]
+			for i := range t {
+				t[i], dy[i] = x.Float(hr*l.d+i), dout.Float(o+i)
+			}
+			r := rrms(c, t)
+			for i := range xh {
+				xh[i] = f32(t[i] * r)
+			}
+			for i := range dn {
+				p, sign := partner(neox, i, l.d, true)
+				cs, _ := trig(pos, i, l.d)
+				_, sn := trig(pos, p, l.d)
+				dn[i] = f32(f32(dy[i]*cs) + sign*f32(dy[p]*sn))
+				// The terms' size bounds dn's error where they cancel (cos
+				// and sin computed in the kernel are within an ulp).
+				dnAbs[i] = math.Abs(dy[i]*cs) + math.Abs(dy[p]*sn)
+				dw[kind][i] += f32(dn[i] * xh[i])
+				dwAbs[kind][i] += dnAbs[i] * math.Abs(xh[i])
+			}
+			var dot, dotAbs float64
+			for i := range dxh {
+				dxh[i] = f32(dn[i] * w.Float(i))
+				dot += f32(dxh[i] * xh[i])
+				dotAbs += dnAbs[i] * math.Abs(w.Float(i)*xh[i])
+			}
+			mean := f32(f32(dot) / float64(l.d))
+			for i := range dxh {
+				m := f32(xh[i] * mean)
+				v := f32(dxh[i]-m) * r
+				setRef(dx, hr*l.d+i, v)
+				a.Value[hr*l.d+i] = v
+				slack := math.Abs(r) * (dnAbs[i]*math.Abs(w.Float(i))/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
+				if overF32(dnAbs[i]*max(1, math.Abs(w.Float(i)))) || overF32(dotAbs) {
+					// The kernel's f32 terms or sums may overflow where this
+					// float64 sum does not: the result may be ±Inf or NaN.
+					slack = math.Inf(1)
+				}
+				a.Slack[hr*l.d+i] = slack
+			}
+		}
+	})
 	dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 	dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
-	t, xh, dy, dn, dnAbs := make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d), make([]float64, l.d)
-	for hr := 0; hr < l.rows; hr++ {
-		_, kind, pos, o := l.head(hr)
-		if kind == 2 {
-			for i := 0; i < l.d; i++ {
-				setRef(dx, hr*l.d+i, in["dv"].Float(o+i))
-				allow["d_qkv"].Value[hr*l.d+i] = in["dv"].Float(o + i)
+	for k := range dwc {
+		for j := range dw {
+			for i := range dw[j] {
+				dw[j][i] += dwc[k][j][i]
+				dwAbs[j][i] += dwAbsc[k][j][i]
 			}
-			continue
-		}
-		dout := in[[...]string{"dq", "dk"}[kind]]
-		w := in[[...]string{"q_weight", "k_weight"}[kind]]
-		for i := range t {
-			t[i], dy[i] = x.Float(hr*l.d+i), dout.Float(o+i)
-		}
-		r := rrms(c, t)
-		for i := range xh {
-			xh[i] = f32(t[i] * r)
-		}
-		for i := range dn {
-			p, sign := partner(c, i, l.d, true)
-			cs, _ := trig(c, in, pos, i, l.d)
-			_, sn := trig(c, in, pos, p, l.d)
-			dn[i] = f32(f32(dy[i]*cs) + sign*f32(dy[p]*sn))
-			// The terms' size bounds dn's error where they cancel (cos
-			// and sin computed in the kernel are within an ulp).
-			dnAbs[i] = math.Abs(dy[i]*cs) + math.Abs(dy[p]*sn)
-			dw[kind][i] += f32(dn[i] * xh[i])
-			dwAbs[kind][i] += dnAbs[i] * math.Abs(xh[i])
-		}
-		var dot, dotAbs float64
-		dxh := make([]float64, l.d)
-		for i := range dxh {
-			dxh[i] = f32(dn[i] * w.Float(i))
-			dot += f32(dxh[i] * xh[i])
-			dotAbs += dnAbs[i] * math.Abs(w.Float(i)*xh[i])
-		}
-		mean := f32(f32(dot) / float64(l.d))
-		for i := range dxh {
-			m := f32(xh[i] * mean)
-			v := f32(dxh[i]-m) * r
-			setRef(dx, hr*l.d+i, v)
-			allow["d_qkv"].Value[hr*l.d+i] = v
-			slack := math.Abs(r) * (dnAbs[i]*math.Abs(w.Float(i))/(1<<20) + math.Abs(xh[i])*dotAbs/float64(l.d)/(1<<18))
-			if overF32(dnAbs[i]*max(1, math.Abs(w.Float(i)))) || overF32(dotAbs) {
-				// The kernel's f32 terms or sums may overflow where this
-				// float64 sum does not: the result may be ±Inf or NaN.
-				slack = math.Inf(1)
-			}
-			allow["d_qkv"].Slack[hr*l.d+i] = slack
 		}
 	}
 	for k, name := range []string{"d_q_weight", "d_k_weight"} {
