@@ -6,76 +6,95 @@
 #   mkdir -p .gpurun && cp .gpu/{backend,runtime,launch,cmd_fp8gen,golden}.test .gpu/fp8gen .gpurun/
 #
 # There, from the repository root: `bash scripts/gpu.sh OUTDIR [BASELINE]`.
-# It runs the runtime and backend GPU tests (every op, shape, option and
-# schedule bit for bit against the reference, the IR capability kernels,
-# the sum's determinism, a 3.28e9-element tensor; they fail rather than
-# skip with FP8GEN_REQUIRE_GPU=1; each plan runs twice and must write the
-# same bits, and leave no device memory allocated), then compute-sanitizer's
-# memcheck, racecheck, synccheck and initcheck over every op at the small
-# odd shapes, the capability kernels and garbage group offsets (SANITIZE=0
-# skips them), then the
-# benchmark. With BASELINE (an
-# fp8gen binary built from another commit) it times both, interleaved
-# twice, without the PyTorch peers: a before/after comparison in one run.
 #
-# STAGES (default "tests sanitize bench") picks what runs, so that the
-# work fits the device tool's 10 minutes a call: for instance
-# STAGES=tests, then STAGES=sanitize, then STAGES="tune bench"
-# BENCH_OPS=rowwise_cast,… (bench's --ops; default every op). "tune"
-# times the candidates of each op of BENCH_OPS (default every op) at its
-# bench shapes into $out/tune.json, which the bench then takes its default
-# schedules from; bench --sweep reports the space's best beside them.
+# STAGES (default "tests sanitize bench") picks what runs:
+#   tests     the runtime, launcher, tune-command, register-estimate, PyTorch
+#             loader (if torch is there) and backend GPU tests: every op,
+#             shape, option set and schedule bit for bit against the
+#             reference, the IR capability kernels, the sum's determinism,
+#             tensors past 2^31 elements. They fail rather than skip
+#             (FP8GEN_REQUIRE_GPU=1); each plan runs twice and must write the
+#             same bits and leave no device memory allocated.
+#   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck
+#             over every op at the small odd shapes, the capability kernels
+#             and garbage group offsets.
+#   tune      fp8gen tune OP --bench for each op of BENCH_OPS (default every
+#             op) into OUTDIR/tune.json, which the bench then takes its
+#             default schedules from (commit it as tune/shipped/<GPU>.json).
+#   bench     fp8gen bench, one op at a time (BENCH_OPS, default every op),
+#             with the PyTorch peers (PEERS=off leaves them out) and, with
+#             SWEEP=1, the space's best beside the default. With BASELINE (an
+#             fp8gen binary built from another commit) it times both,
+#             interleaved twice, without the peers: before/after in one run.
+#
+# Tests and sanitizers only check results, so they run concurrently (the
+# first H200 session: all of them in 5 minutes); tune and bench time, so
+# they run alone, after them. Each step is bounded so that the call ends by
+# DEADLINE seconds (default 540: the device tool allows 600 a call), and
+# what has finished is packed into OUTDIR/results.tgz after every step (the
+# tool brings back at most 8 files, and nothing of a call it had to kill).
 set -uo pipefail
-out=${1:-bench/results}
+out=$(mkdir -p "${1:-bench/results}" && cd "${1:-bench/results}" && pwd) || exit 1
 base=${2:-}
 bin=$(cd "${BIN:-.gpurun}" && pwd) || exit 1 # absolute: some tests run in their package's folder
 stages=" ${STAGES:-tests sanitize bench} "
-mkdir -p "$out"
+deadline=${DEADLINE:-540}
+start=$(date +%s)
+R=$out/results
+mkdir -p "$R"
 export PATH=/usr/local/cuda/bin:$PATH FP8GEN_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+export FP8GEN_CACHE=${FP8GEN_CACHE:-/tmp/fp8gen-jit} # one JIT cache for every process
+left() { echo $((deadline - ($(date +%s) - start))); }
+pack() { tar czf "$out/.results.tgz" -C "$out" results && mv "$out/.results.tgz" "$out/results.tgz"; }
+note() { echo "$*" | tee -a "$R/log.txt"; }
+# step NAME SECONDS CMD…: run CMD (its output into NAME.log), bounded.
+step() {
+	local name=$1 limit=$2 t0
+	shift 2
+	t0=$(date +%s)
+	timeout "$limit" "$@" > "$R/$name.log" 2>&1
+	local rc=$?
+	note "$name: rc=$rc ($(($(date +%s) - t0)) s)$([ $rc = 124 ] && echo ', stopped at its time limit')"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/gpu.txt" 2>&1
+checks=$((deadline / 2))
 if [[ $stages == *" tests "* ]]; then
-(cd runtime && "$bin/runtime.test" -test.v -test.run GPU) > "$out/runtime-tests.log" 2>&1
-echo "runtime GPU tests: rc=$?"
-if [ -x "$bin/launch.test" ]; then
-	# Exported ops through the Go launcher; then the PyTorch loader against the Go runtime.
-	"$bin/launch.test" -test.v -test.run GPU > "$out/launch-tests.log" 2>&1
-	echo "launch GPU tests: rc=$?"
-	if [ -x "$bin/cmd_fp8gen.test" ]; then
-		(cd cmd/fp8gen && "$bin/cmd_fp8gen.test" -test.v -test.run GPU) > "$out/cmd-tests.log" 2>&1
-		echo "fp8gen command GPU tests (tune): rc=$?"
-	fi
-	if python3 -c 'import torch' 2>/dev/null; then
-		FP8GEN="$bin/fp8gen" python3 -m unittest discover -s python/tests -v > "$out/torch-tests.log" 2>&1
-		echo "PyTorch loader tests: rc=$?"
-	fi
+	(cd runtime && step runtime-tests 200 "$bin/runtime.test" -test.v -test.run GPU) &
+	(
+		[ -x "$bin/launch.test" ] && step launch-tests 200 "$bin/launch.test" -test.v -test.run GPU
+		[ -x "$bin/cmd_fp8gen.test" ] && (cd cmd/fp8gen && step cmd-tests 200 "$bin/cmd_fp8gen.test" -test.v -test.run GPU)
+		if python3 -c 'import torch' 2>/dev/null; then
+			FP8GEN="$bin/fp8gen" step torch-tests 200 python3 -m unittest discover -s python/tests -v
+		fi
+	) &
+	[ -x "$bin/golden.test" ] && (cd golden && step nvcc-registers 200 "$bin/golden.test" -test.v -test.run NVCCRegisters) &
+	step backend-tests "$checks" "$bin/backend.test" -test.v -test.run "${TESTS:-GPU}" -test.timeout 30m &
 fi
-if [ -x "$bin/golden.test" ]; then
-	# The register estimate against ptxas (nvcc is here).
-	(cd golden && "$bin/golden.test" -test.v -test.run NVCCRegisters) > "$out/nvcc-registers.log" 2>&1
-	echo "register estimate vs ptxas: rc=$?"
-fi
-"$bin/backend.test" -test.v -test.run GPU -test.timeout 8m > "$out/backend-tests.log" 2>&1
-echo "backend GPU tests: rc=$? ($(grep -c -- '--- PASS' "$out/backend-tests.log") passed, $(grep -c -- '--- FAIL' "$out/backend-tests.log") failed)"
-grep -A3 -- '--- FAIL' "$out/backend-tests.log" | head -40
-fi
-if [[ $stages == *" sanitize "* ]] && [ "${SANITIZE:-1}" = 1 ]; then
+if [[ $stages == *" sanitize "* ]]; then
 	for tool in memcheck racecheck synccheck initcheck; do
-		FP8GEN_GPU_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-			"$bin/backend.test" -test.run 'GPUOpsMatchReference|GPUCapabilities|GPUGroupedGarbageOffsets' -test.timeout 9m \
-			> "$out/sanitizer-$tool.log" 2>&1
-		echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -1)"
+		FP8GEN_GPU_SMALL=1 step "sanitizer-$tool" "$checks" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+			"$bin/backend.test" -test.run "${SANITIZE_TESTS:-GPUOpsMatchReference|GPUCapabilities|GPUGroupedGarbageOffsets}" -test.timeout 30m &
 	done
 fi
-ops=()
-if [ -n "${BENCH_OPS:-}" ]; then
-	ops=(--ops "$BENCH_OPS")
-fi
-export FP8GEN_TUNE_CACHE="$out/tune.json"
+wait
+for f in "$R"/*tests.log "$R"/nvcc-registers.log; do
+	[ -f "$f" ] && grep -H -- '--- FAIL' "$f" | head -20
+done
+for f in "$R"/sanitizer-*.log; do
+	[ -f "$f" ] && note "$(basename "$f" .log): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -1)"
+done
+pack
+ops=${BENCH_OPS:-$("$bin/fp8gen" list | awk '/^Ops:/ {f = 1; next} /^$/ {f = 0} f && /^  [a-z]/ {print $1}' | paste -sd, -)}
+export FP8GEN_TUNE_CACHE=$R/tune.json
 if [[ $stages == *" tune "* ]]; then
-	tune_ops=${BENCH_OPS:-$("$bin/fp8gen" list | awk '/^Ops:/ {f = 1; next} /^$/ {f = 0} f && /^  [a-z]/ {print $1}' | paste -sd, -)}
-	for op in ${tune_ops//,/ }; do
-		"$bin/fp8gen" tune "$op" --bench >> "$out/tune.txt" 2>&1
-		echo "tune $op: rc=$? $(grep -c '^kept' "$out/tune.txt") kept so far"
+	for op in ${ops//,/ }; do
+		l=$(left)
+		if [ "$l" -lt 60 ]; then
+			note "tune $op: not run (the deadline)"
+			continue
+		fi
+		step "tune-$op" $((l - 30)) "$bin/fp8gen" tune "$op" --bench
+		pack
 	done
 fi
 if [[ $stages != *" bench "* ]]; then
@@ -85,10 +104,22 @@ if [ -n "$base" ]; then
 	for i in 1 2; do
 		for b in "$base" "$bin/fp8gen"; do
 			name=$(basename "$b")$i
-			"$b" bench "${ops[@]}" --peers off --iters 100 --warm 10 --out "$out/$name" > "$out/$name.txt" 2>&1
-			echo "$name µs: $(grep '^| [a-z]' "$out/$name.txt" | awk -F'|' '{printf "%s%s ", $3, $4}')"
+			step "bench-$name" $(($(left) - 10)) "$b" bench --ops "$ops" --peers off --iters 100 --warm 10 --out "$R/$name"
+			note "$name µs: $(grep '^| [a-z]' "$R/bench-$name.log" | awk -F'|' '{printf "%s%s ", $3, $4}')"
 		done
 	done
-else
-	"$bin/fp8gen" bench "${ops[@]}" --sweep --out "$out" 2>"$out/bench.err" | tee "$out/bench.out" | grep -v '^  sweep'
+	pack
+	exit 0
 fi
+flags=(--peers "${PEERS:-auto}")
+[ "${SWEEP:-0}" = 1 ] && flags+=(--sweep)
+for op in ${ops//,/ }; do
+	l=$(left)
+	if [ "$l" -lt 30 ]; then
+		note "bench $op: not run (the deadline)"
+		continue
+	fi
+	step "bench-$op" $((l - 10)) "$bin/fp8gen" bench --ops "$op" "${flags[@]}" --out "$R/bench-$op"
+	grep -h '^| [a-z]' "$R/bench-$op/"*.md 2>/dev/null || grep -h 'fp8gen .* µs' "$R/bench-$op.log"
+	pack
+done
