@@ -17,6 +17,9 @@ func gpuRunner(t *testing.T) *Runner {
 		t.Fatal(err)
 	}
 	if r.dev == nil {
+		if os.Getenv("FP8GEN_REQUIRE_GPU") == "1" {
+			t.Fatal("no GPU, and FP8GEN_REQUIRE_GPU=1 says there must be one")
+		}
 		t.Skip("no GPU: the launcher's GPU path is tested on the GPU machine (scripts/gpu.sh)")
 	}
 	t.Cleanup(func() { r.Close() })
