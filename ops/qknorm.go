@@ -76,8 +76,16 @@ func qkEps(c *Call) float64 {
 	return float64(float32(v))
 }
 
-// qkPartsExpr is the backward's program count, and the partials' rows.
-const qkPartsExpr = "4 * CUS"
+// qkPartsExpr is the backward's program count: PER_CU programs for each
+// CU (SM), all of them resident only where the compiled kernel's
+// registers allow (else a tail of programs runs after the rest, each as
+// long as any: the tune measures which pays). The partials hold the most
+// programs the knob allows, qkPartsRows, so that no tensor's shape
+// depends on the schedule; the fold reads the rows of those that ran.
+const (
+	qkPartsExpr = "PER_CU * CUS"
+	qkPartsRows = "16 * CUS"
+)
 
 func qkParts(c *Call) int {
 	v, err := e(qkPartsExpr).Eval(c.env())
@@ -151,6 +159,33 @@ func qkCandidates() []Candidate {
 	return out
 }
 
+// qkBwdKnobs are the forward's and the backward's program count.
+var qkBwdKnobs = append(append([]schedule.Knob(nil), qkKnobs...),
+	schedule.Knob{Name: "PER_CU", Doc: "backward programs (each a loop over its tiles, with one row of weight-gradient partials) per CU", Domain: schedule.Range("1", "16")})
+
+// qkBwdCandidates: 8 or 16 elements a lane (the backward holds more
+// values a row than the forward: 32 a lane do not fit), 4 programs of 4
+// waves a CU, then 8 and 16 (more waves to hide the loads' latency, but
+// resident only at ≤ 64 and ≤ 32 registers).
+func qkBwdCandidates() []Candidate {
+	var out []Candidate
+	for _, per := range []string{"8", "16"} {
+		for _, pc := range []string{"4", "8", "16"} {
+			lanes := "min(WAVE, D / " + per + ")"
+			out = append(out, Candidate{
+				{"HEAD_D", e("D")},
+				{"KV_HEADS", e("HKV")},
+				{"GROUP", e("HQ / HKV")},
+				{"WARPS", e("4")},
+				{"LANES", e(lanes)},
+				{"ROWS", e("4 * WAVE / " + lanes)},
+				{"PER_CU", e(pc)},
+			})
+		}
+	}
+	return out
+}
+
 // qkTests are both directions' test shapes, with their own option sets.
 func qkTests(options []Options) Tests {
 	return Tests{
@@ -173,7 +208,10 @@ func qkTests(options []Options) Tests {
 // shapes, inputs and their host checks.
 func qkOp(op Op) *Op {
 	op.Sizes = []string{"B", "S", "HQ", "HKV", "D"}
-	op.Knobs, op.Constraints, op.Candidates = qkKnobs, qkConstraints, qkCandidates()
+	if op.Knobs == nil {
+		op.Knobs, op.Candidates = qkKnobs, qkCandidates()
+	}
+	op.Constraints = qkConstraints
 	op.SizeRules, op.OptionRules = qkSizeRules, qkThetaRule
 	op.Ceiling = e("100")
 	op.Example = Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128}
@@ -229,9 +267,11 @@ var QKNormRope = qkOp(Op{
 })
 
 var QKNormRopeBwd = qkOp(Op{
-	Name:    "qk_norm_rope_bwd",
-	Doc:     "qkv, dq, dk, dv → d_qkv packed as qkv, d_q_weight[D], d_k_weight[D] f32: the backward of qk_norm_rope, weight gradients in a fixed order",
-	Options: append(append([]Option(nil), qkOptions...), Option{Name: "dx", Doc: "element type of d_qkv", Values: []string{"bf16", "f32"}, Default: "bf16"}),
+	Name:       "qk_norm_rope_bwd",
+	Knobs:      qkBwdKnobs,
+	Candidates: qkBwdCandidates(),
+	Doc:        "qkv, dq, dk, dv → d_qkv packed as qkv, d_q_weight[D], d_k_weight[D] f32: the backward of qk_norm_rope, weight gradients in a fixed order",
+	Options:    append(append([]Option(nil), qkOptions...), Option{Name: "dx", Doc: "element type of d_qkv", Values: []string{"bf16", "f32"}, Default: "bf16"}),
 	Tensors: qkTensors(
 		byOrder("qkv", "bf16", Input, "the packed projection the forward read", "(HQ + 2 * HKV) * D"),
 		qkIn,
@@ -242,7 +282,7 @@ var QKNormRopeBwd = qkOp(Op{
 		[]Arg{
 			{Name: "d_q_weight", DType: "f32", Shape: []expr.Expr{e("D")}, Role: Output},
 			{Name: "d_k_weight", DType: "f32", Shape: []expr.Expr{e("D")}, Role: Output},
-			{Name: "partials", DType: "f32", Shape: []expr.Expr{e(qkPartsExpr), e("2"), e("D")}, Role: Scratch, Doc: "each backward program's weight-gradient sums, q then k"},
+			{Name: "partials", DType: "f32", Shape: []expr.Expr{e(qkPartsRows), e("2"), e("D")}, Role: Scratch, Doc: "each backward program's weight-gradient sums, q then k"},
 		},
 	),
 	Kernels: []*Kernel{
