@@ -500,7 +500,7 @@ func (s *simplifier) rangeOf(v *ir.Value) interval {
 		return interval{0, math.MaxInt32, true} // a grid axis holds < 2^31 programs
 	case ir.OpCast:
 		if v.Args[0].Type.DType.IsInt() {
-			return arg(0)
+			return in(arg(0)) // an i64 → i32 cast of a wider value truncates
 		}
 	case ir.OpAdd:
 		a, b := arg(0), arg(1)

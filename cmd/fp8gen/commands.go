@@ -213,6 +213,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	in := ops.Inputs(p.Call, *seed, *adv)
 	for n, a := range files {
 		t := in[n]
+		if t == nil {
+			return usagef("--in %s: %s takes no %s with options %v", n, op.Name, n, p.Options)
+		}
 		if !slices.Equal(a.Shape, t.Shape) {
 			return usagef("--in %s: shape %v, but %s wants %v at %v", n, a.Shape, op.Name, t.Shape, p.Shape)
 		}

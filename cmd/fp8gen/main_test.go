@@ -779,3 +779,15 @@ func TestRunQKFromFiles(t *testing.T) {
 		})
 	}
 }
+
+// A file for an input the options leave out is refused, not a crash.
+func TestRunInputTheOptionsLeaveOut(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "cos.npy")
+	if err := npy.WriteFile(f, npy.FromFloat32([]int{1, 64}, make([]float32, 64))); err != nil {
+		t.Fatal(err)
+	}
+	args := cpu("run", "qk_norm_rope", "--shape", "B=1,S=1,HQ=1,HKV=1,D=64", "--opt", "angles=theta", "--in", "cos="+f)
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 2, out+errs, "--in cos", "takes no cos", "angles=theta")
+}

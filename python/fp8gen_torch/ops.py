@@ -114,8 +114,16 @@ class Op:
         self.name = m.op
         self.check_status = check_status
         inferable = {d.plain_name for t in m.inputs for d in t.shape if d.plain_name}
+        sizes = dict(sizes or {})
+        for n, v in sizes.items():
+            if n not in m.size_names:
+                raise ShapeError("%s: load(sizes=): %r is no size of the op (its sizes: %s)"
+                                 % (m.op, n, ", ".join(m.size_names)))
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ShapeError("%s: load(sizes=): %s=%r must be an int >= 1" % (m.op, n, v))
         self.fixed_sizes = {n: m.shape[n] for n in m.size_names if n not in inferable and n in m.shape}
-        self.fixed_sizes.update(sizes or {})
+        self.fixed_sizes.update(sizes)
+        self.given_sizes = sizes
         self.input_names = [t.name for t in m.inputs]
         self.output_names = [t.name for t in m.outputs]
         self.dtypes = {t.name: torch_dtype(t.dtype) for t in m.tensors}
@@ -178,6 +186,9 @@ class Op:
         for n in m.size_names:
             if n not in sizes and n in self.fixed_sizes:
                 sizes[n], where[n] = self.fixed_sizes[n], "load(sizes=) or the export's shape"
+            elif n in self.given_sizes and sizes.get(n) != self.given_sizes[n]:
+                raise ShapeError("%s: size %s is %s by %s but %s by load(sizes=)"
+                                 % (m.op, n, sizes.get(n), where.get(n), self.given_sizes[n]))
         missing = [n for n in m.size_names if n not in sizes]
         if missing:
             raise ShapeError("%s: size %s cannot be inferred: no input dimension is that size alone"
