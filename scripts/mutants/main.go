@@ -81,11 +81,11 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ops/qknorm_kernels.go",
-		old:    "acc := b.For(0, qkParts(c), 1,",
-		new:    "acc := b.For(1, qkParts(c), 1,",
+		old:    "acc := b.For(0, parts, qkFoldRows,",
+		new:    "acc := b.For(qkFoldRows, parts, qkFoldRows,",
 		pkgs:   []string{"./ops"},
 		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope_bwd/",
-		reason: "the weight-gradient fold skips the first program's partial sums",
+		reason: "the weight-gradient fold skips the first 32 programs' partial sums",
 	},
 	{
 		file:   "ops/qknorm_kernels.go",
