@@ -1,0 +1,62 @@
+package lower
+
+import (
+	"fmt"
+	"testing"
+)
+
+// Every anchor, lanes capped or not, is a layout of the block's waves
+// that gives each element of the tile exactly one owner and maps
+// registers both ways (Elem and RegOf agree).
+func TestAnchorOwnsEveryElementOnce(t *testing.T) {
+	var shapes [][]int
+	for a := 1; a <= 256; a *= 4 {
+		shapes = append(shapes, []int{a})
+		for b := 1; b <= 256; b *= 2 {
+			if a*b <= 4096 {
+				shapes = append(shapes, []int{a, b})
+			}
+		}
+	}
+	for _, wave := range []int{32, 64} {
+		for _, warps := range []int{1, 4, 32} {
+			for _, lanes := range []int{0, 1, 4, 16, wave} {
+				for _, eb := range []int{1, 2, 4} {
+					for _, sh := range shapes {
+						for contig := range sh {
+							l := anchor(sh, contig, eb, wave, warps, lanes)
+							where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d: %v", wave, warps, lanes, eb, sh, contig, l)
+							if l.WaveSize() != wave || l.Waves() != warps {
+								t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
+							}
+							owners := map[[2]int]int{}
+							for tid := 0; tid < wave*warps; tid++ {
+								for r := 0; r < l.Regs(sh); r++ {
+									c, own := l.Elem(sh, tid, r)
+									if l.RegOf(sh, c) != r {
+										t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
+									}
+									if own {
+										owners[[2]int{c[0], c[len(c)-1]}]++
+									}
+								}
+							}
+							n := 1
+							for _, x := range sh {
+								n *= x
+							}
+							if len(owners) != n {
+								t.Fatalf("%s: %d of %d elements owned", where, len(owners), n)
+							}
+							for c, k := range owners {
+								if k != 1 {
+									t.Fatalf("%s: %v owned %d times", where, c, k)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
