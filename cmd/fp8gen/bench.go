@@ -16,6 +16,7 @@ import (
 	"github.com/fp8gen/fp8gen/bench"
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -331,24 +332,30 @@ func newSample(c *ops.Call, check bool) sample {
 }
 
 func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (time.Duration, string, error) {
+	t, spec, _, err := timePlanAttrs(g, p, j, smp, warm, iters)
+	return t, spec, err
+}
+
+// timePlanAttrs is timePlan, with the compiled kernels' resources.
+func timePlanAttrs(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (time.Duration, string, []runtime.KernelAttrs, error) {
 	all, out := p.WithOutputs(smp.in)
 	pr, err := g.Prepare(context.Background(), p, all)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	defer pr.Free()
 	if smp.exp != nil {
 		if err := pr.Poison(backend.Poison); err != nil {
-			return 0, "", err
+			return 0, "", nil, err
 		}
 		if err := pr.Launch(); err != nil {
-			return 0, "", err
+			return 0, "", nil, err
 		}
 		if err := pr.Download(all); err != nil {
-			return 0, "", err
+			return 0, "", nil, err
 		}
 		if _, err := smp.exp.Check(out); err != nil {
-			return 0, "", fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
+			return 0, "", nil, fmt.Errorf("%s %s: %v", j.op.Name, j.text, err)
 		}
 	}
 	var sp []string
@@ -357,7 +364,7 @@ func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (
 		sp = append(sp, fmt.Sprintf("%s(%v; %d regs, %d B local, %d B LDS)", s.Func.Name, p.Schedule, a.Regs, a.LocalBytes, s.Resources.LDSBytes))
 	}
 	t, err := pr.Time(warm, iters)
-	return t, strings.Join(sp, " "), err
+	return t, strings.Join(sp, " "), pr.Attrs, err
 }
 
 // sweepSchedules times every feasible point of the op's space at the job's

@@ -133,7 +133,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	if g == nil {
 		sb.WriteString("no GPU: the candidates in the op's order of preference; without a tuned entry, run and bench take the first (nothing timed, the cache unchanged):\n")
 		for i, p := range plans {
-			fmt.Fprintf(&sb, "  %d. %v  (%s)\n", i+1, p.Schedule, resourcesText(p))
+			fmt.Fprintf(&sb, "  %d. %v  (%s)\n", i+1, p.Schedule, resourcesText(p, nil))
 		}
 		if explain && len(rejected) > 0 {
 			sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")
@@ -172,18 +172,19 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	plans = ok
 	compiled := time.Since(start)
 	type timed struct {
-		p *ops.Plan
-		t time.Duration
+		p     *ops.Plan
+		t     time.Duration
+		attrs []runtime.KernelAttrs
 	}
 	var res []timed
 	best := -1
 	smp := newSample(plans[0].Call, true)
 	for _, p := range plans {
-		t, _, err := timePlan(g, p, job{op, sh, tune.ShapeText(op, sh)}, smp, warm, iters)
+		t, _, attrs, err := timePlanAttrs(g, p, job{op, sh, tune.ShapeText(op, sh)}, smp, warm, iters)
 		if err != nil {
 			return err
 		}
-		res = append(res, timed{p, t})
+		res = append(res, timed{p, t, attrs})
 		if best < 0 || t < res[best].t {
 			best = len(res) - 1
 		}
@@ -201,7 +202,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			mark = "*"
 		}
 		gbs := float64(r.p.IdealBytes()) / r.t.Seconds() / 1e9
-		fmt.Fprintf(&sb, "%s %d. %-44v %9.1f µs %6.0f GB/s  (%s)\n", mark, i+1, r.p.Schedule, us(r.t), gbs, resourcesText(r.p))
+		fmt.Fprintf(&sb, "%s %d. %-44v %9.1f µs %6.0f GB/s  (%s)\n", mark, i+1, r.p.Schedule, us(r.t), gbs, resourcesText(r.p, r.attrs))
 	}
 	if explain && len(rejected) > 0 {
 		sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")
@@ -221,10 +222,17 @@ func containsPlan(ps []*ops.Plan, p *ops.Plan) bool {
 	return false
 }
 
-func resourcesText(p *ops.Plan) string {
+// resourcesText describes a plan's kernels: the estimated registers, and
+// with attrs (the compiled kernels', on a GPU) the compiler's count and
+// spills beside them, the data the estimate is held to.
+func resourcesText(p *ops.Plan, attrs []runtime.KernelAttrs) string {
 	var parts []string
-	for _, s := range p.Steps {
-		parts = append(parts, fmt.Sprintf("%s: grid %v, %d threads, %d B LDS, ~%d regs", s.Func.Name, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs))
+	for i, s := range p.Steps {
+		regs := fmt.Sprintf("~%d regs", s.Resources.Regs)
+		if i < len(attrs) {
+			regs = fmt.Sprintf("%d regs (~%d estimated), %d B local", attrs[i].Regs, s.Resources.Regs, attrs[i].LocalBytes)
+		}
+		parts = append(parts, fmt.Sprintf("%s: grid %v, %d threads, %d B LDS, %s", s.Func.Name, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, regs))
 	}
 	return strings.Join(parts, "; ")
 }

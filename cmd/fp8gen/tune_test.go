@@ -121,7 +121,7 @@ func TestGPUTune(t *testing.T) {
 	start := time.Now()
 	code, out, errs := fp8gen(t, args...)
 	cold := time.Since(start)
-	want(t, args, code, 0, out+errs, "timed 4", "kept ")
+	want(t, args, code, 0, out+errs, "timed 4", "kept ", " regs (~", " estimated), ")
 	start = time.Now()
 	code, out, errs = fp8gen(t, args...)
 	warm := time.Since(start)
