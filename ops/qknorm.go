@@ -50,9 +50,9 @@ import (
 //	dt = (dx̂ − (t · r) · Σ(dx̂ · t · r) / D) · r
 //
 // It recomputes r from qkv, which it reads anyway. The weight gradients
-// are deterministic: each of P = 4·CUS programs sums its tiles in order
-// into partials[program], and a second kernel folds the partials in
-// program order; no float atomics.
+// are deterministic: each of P = PER_CU·CUS programs sums its tiles in
+// order into partials[program], and a second kernel folds the partials in
+// a fixed order (32 rows at a time, then their tree); no float atomics.
 //
 // A float sum's association follows the schedule, so the kernels match
 // the plain-Go references (which sum in float64) within a bf16 ulp, or a
