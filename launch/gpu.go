@@ -24,6 +24,9 @@ func (r *Runner) kernel(ctx context.Context, b *export.Bundle, k export.Kernel) 
 		if img, _, err = r.Compiler.Compile(ctx, b.Source, r.target, k.Symbol); err != nil {
 			return nil, err
 		}
+		r.modules.jit++
+	} else {
+		r.modules.objects++
 	}
 	mod, err := r.dev.LoadModule(img)
 	if err != nil {

@@ -3,9 +3,11 @@ package launch
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fp8gen/fp8gen/export"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
 )
@@ -26,10 +28,10 @@ func gpuRunner(t *testing.T) *Runner {
 	return r
 }
 
-// On the GPU, every op's export matches the reference (bit for bit, or
-// within the op's allowance),
-// from host tensors and from device buffers, and leaves no device memory
-// behind.
+// On the GPU, every op's export, with its code object, matches the
+// reference (bit for bit, or within the op's allowance), from host tensors
+// and from device buffers, and leaves no device memory behind; the kernels
+// come from the code objects, not the JIT.
 func TestGPUExportsMatchReference(t *testing.T) {
 	r := gpuRunner(t)
 	ctx := context.Background()
@@ -38,7 +40,7 @@ func TestGPUExportsMatchReference(t *testing.T) {
 		op, _ := ops.Lookup(name)
 		sh := op.Tests.Odd
 		dir := t.TempDir()
-		exportTo(t, dir, name, sh, nil, r.Target())
+		exportCompiled(t, dir, name, sh, r)
 		lo, err := Load(os.DirFS(dir), ".")
 		if err != nil {
 			t.Fatal(err)
@@ -89,6 +91,9 @@ func TestGPUExportsMatchReference(t *testing.T) {
 			t.Errorf("%s: %d device buffers live after the runs; %d before", name, n, buffers0)
 		}
 	}
+	if r.modules.objects != len(ops.Names()) || r.modules.jit != 0 {
+		t.Errorf("modules from code objects %d, from the JIT %d; want %d and 0", r.modules.objects, r.modules.jit, len(ops.Names()))
+	}
 }
 
 // Offsets in a device buffer are not read on the host: the kernels' status
@@ -121,5 +126,26 @@ func TestGPUStatusWord(t *testing.T) {
 	err = r.Run(context.Background(), lo, Sizes(sh), ts)
 	if err == nil || !strings.Contains(err.Error(), "found bad input on the device") {
 		t.Errorf("decreasing offsets on the device: %v", err)
+	}
+}
+
+// exportCompiled exports op at sh for the runner's target with a code
+// object for the device (as fp8gen export --compile yes does).
+func exportCompiled(t *testing.T, dir, name string, sh ops.Shape, r *Runner) {
+	t.Helper()
+	op, _ := ops.Lookup(name)
+	p, err := op.NewPlan(r.target, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := export.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Compile(context.Background(), &r.Compiler, r.arch()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(filepath.Join(dir, r.Target())); err != nil {
+		t.Fatal(err)
 	}
 }

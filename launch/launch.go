@@ -188,6 +188,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	kernels map[string]*runtime.Kernel // by symbol
+	// modules counts the modules loaded from exports' code objects and
+	// those compiled by the JIT (what the GPU test holds the paths to).
+	modules struct{ objects, jit int }
 }
 
 // Open opens GPU 0, or, where there is none, the CPU interpreter running
