@@ -185,6 +185,8 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			return err
 		}
 		res = append(res, timed{p, t, attrs})
+		// As it is measured: a tune cut short keeps what it timed.
+		fmt.Fprintf(stderr, "  tune %s %s: %d/%d %v %.1f µs\n", op.Name, tune.ShapeText(op, sh), len(res), len(plans), p.Schedule, us(t))
 		if best < 0 || t < res[best].t {
 			best = len(res) - 1
 		}
