@@ -184,7 +184,8 @@ type Op struct {
 	// outputs are bit-exact.
 	Allowance func(c *Call, in map[string]*Tensor) map[string]Allow
 	// Expected, if set, computes Reference and Allowance in one pass, for
-	// an op that derives them together (Call.Expect takes it).
+	// an op that derives them together (Call.Expect takes it); register
+	// then derives those two from it.
 	Expected func(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]Allow)
 	// Dequantize, if set, rebuilds the first input's values from the
 	// outputs (and the other inputs), for the quantization error a run
@@ -235,6 +236,13 @@ type Variant struct {
 var registry = map[string]*Op{}
 
 func register(op *Op) *Op {
+	if x := op.Expected; x != nil {
+		if op.Reference != nil || op.Allowance != nil {
+			panic("BUG: op " + op.Name + ": Expected with Reference or Allowance of its own")
+		}
+		op.Reference = func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := x(c, in); return out }
+		op.Allowance = func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := x(c, in); return a }
+	}
 	if err := op.check(); err != nil {
 		panic("BUG: op " + op.Name + ": " + err.Error())
 	}
@@ -682,14 +690,24 @@ func (c *Call) CheckSchedule(p schedule.Params) error {
 	return schedule.CheckPoint(p, c.Op.Knobs, c.Op.Constraints, env, c.Target)
 }
 
-// Build writes and lowers one kernel at the call's schedule.
-func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
+// tiles writes one kernel's tile program at the call's schedule, indexing
+// in index: the DSL's output, before lowering.
+func (c *Call) tiles(k *Kernel, index ir.DType) (*ir.Func, error) {
 	b := ir.NewBuilder(k.Name, c.Target)
-	b.SetIndex(c.Index)
+	b.SetIndex(index)
 	k.Build(b, c)
 	fn, err := b.Func()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k.Name, err)
+	}
+	return fn, nil
+}
+
+// Build writes and lowers one kernel at the call's schedule.
+func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
+	fn, err := c.tiles(k, c.Index)
+	if err != nil {
+		return nil, err
 	}
 	cc := *cfg
 	cc.Warps = c.Knob("WARPS")
@@ -837,12 +855,9 @@ func (c *Call) IndexOverflows() (bool, error) {
 			}
 			grid[i] = int(min(v, math.MaxInt32))
 		}
-		b := ir.NewBuilder(k.Name, c.Target)
-		b.SetIndex(ir.I32)
-		k.Build(b, c)
-		fn, err := b.Func()
+		fn, err := c.tiles(k, ir.I32)
 		if err != nil {
-			return false, fmt.Errorf("%s: %w", k.Name, err)
+			return false, err
 		}
 		if fn.IndexOverflow(grid, sizes) != nil {
 			return true, nil
