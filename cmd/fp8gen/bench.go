@@ -130,7 +130,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		t, spec, err := timePlan(g, p, j, newSample(p.Call, *check), *warm, *iters)
+		t, spec, _, err := timePlan(g, p, j, newSample(p.Call, *check), *warm, *iters)
 		if err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if pf, err = j.op.Forward.NewPlan(g.T, j.shape, nil, defaultOf(j.op.Forward)); err != nil {
 				return usageError{err}
 			}
-			tf, specF, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, newSample(pf.Call, *check), *warm, *iters)
+			tf, specF, _, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, newSample(pf.Call, *check), *warm, *iters)
 			if err != nil {
 				return err
 			}
@@ -314,7 +314,6 @@ func findPeers() (string, error) {
 	return "", fmt.Errorf("bench/peers.py not found (run from the repository root)")
 }
 
-// timePlan checks a plan's outputs once (if check) and times it.
 // sample is one shape's inputs and, when checking, their reference:
 // the same for every schedule of the shape, so a tune or a sweep makes
 // them once (the reference of a large shape takes seconds).
@@ -331,13 +330,10 @@ func newSample(c *ops.Call, check bool) sample {
 	return s
 }
 
-func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (time.Duration, string, error) {
-	t, spec, _, err := timePlanAttrs(g, p, j, smp, warm, iters)
-	return t, spec, err
-}
-
-// timePlanAttrs is timePlan, with the compiled kernels' resources.
-func timePlanAttrs(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (time.Duration, string, []runtime.KernelAttrs, error) {
+// timePlan checks a plan's outputs once (where smp holds a reference) and
+// times it; it also returns the kernels as their spec string and the
+// compiled kernels' resources.
+func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (time.Duration, string, []runtime.KernelAttrs, error) {
 	all, out := p.WithOutputs(smp.in)
 	pr, err := g.Prepare(context.Background(), p, all)
 	if err != nil {

@@ -298,9 +298,10 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 	}
 	sizes := ops.Shape{}
 	optSet := map[string]string{}
+	flagOpts := o.flagOptions(op)
 	for _, t := range op.Tensors {
 		a, ok := files[t.Name]
-		if !ok || !o.present(op, t) {
+		if !ok || !t.Present(flagOpts) {
 			continue
 		}
 		if len(a.Shape) != len(t.Shape) {
@@ -356,7 +357,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		return err
 	}
 	for _, t := range op.Tensors {
-		if a, ok := files[t.Name]; ok && o.present(op, t) {
+		if a, ok := files[t.Name]; ok && t.Present(flagOpts) {
 			for i, e := range t.Shape {
 				if n := e.Names(); len(n) == 1 && e.String() == n[0] && sh[n[0]] != a.Shape[i] {
 					return usagef("--shape %s does not match %s's shape %v in %s", o.shape, t.Name, a.Shape, path[t.Name])
@@ -367,21 +368,18 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 	return nil
 }
 
-// present reports whether t exists under the options the flags give
-// (--opt, else the option's default): an op may list one name under
-// several options (qkv if order=bshd, qkv if order=sbhd).
-func (o *opFlags) present(op *ops.Op, t ops.Arg) bool {
-	if t.When == "" {
-		return true
+// flagOptions is the options --opt gives, the others at their defaults:
+// which of the tensors an op lists under several options (qkv if
+// order=bshd, qkv if order=sbhd) the files stand for.
+func (o *opFlags) flagOptions(op *ops.Op) ops.Options {
+	opts := ops.Options{}
+	for _, x := range op.Options {
+		opts[x.Name] = x.Default
 	}
-	k, v, _ := strings.Cut(t.When, "=")
 	for _, kv := range o.opts.kv {
-		if kv[0] == k {
-			return kv[1] == v
-		}
+		opts[kv[0]] = kv[1]
 	}
-	i := slices.IndexFunc(op.Options, func(x ops.Option) bool { return x.Name == k })
-	return i >= 0 && op.Options[i].Default == v
+	return opts
 }
 
 func dims(t ops.Arg) string {

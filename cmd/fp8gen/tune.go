@@ -180,7 +180,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	best := -1
 	smp := newSample(plans[0].Call, true)
 	for _, p := range plans {
-		t, _, attrs, err := timePlanAttrs(g, p, job{op, sh, tune.ShapeText(op, sh)}, smp, warm, iters)
+		t, _, attrs, err := timePlan(g, p, job{op, sh, tune.ShapeText(op, sh)}, smp, warm, iters)
 		if err != nil {
 			return err
 		}
