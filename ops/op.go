@@ -667,7 +667,8 @@ func (c *Call) Point(cand Candidate) (schedule.Params, error) {
 	return p, nil
 }
 
-// Space is the candidate points at this call, most preferred first.
+// Space is the distinct candidate points at this call, most preferred
+// first (candidates that differ on one target may meet on another).
 func (c *Call) Space() ([]schedule.Params, error) {
 	var out []schedule.Params
 	for _, cand := range c.Op.Candidates {
@@ -675,7 +676,9 @@ func (c *Call) Space() ([]schedule.Params, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		if !slices.ContainsFunc(out, func(q schedule.Params) bool { return maps.Equal(p, q) }) {
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }

@@ -52,7 +52,8 @@ import (
 // It recomputes r from qkv, which it reads anyway. The weight gradients
 // are deterministic: each of P = PER_CU·CUS programs sums its tiles in
 // order into partials[program], and a second kernel folds the partials in
-// a fixed order (32 rows at a time, then their tree); no float atomics.
+// a fixed order (128 rows at a time, then their tree; 16 columns a
+// program); no float atomics.
 //
 // A float sum's association follows the schedule, so the kernels match
 // the plain-Go references (which sum in float64) within a bf16 ulp, or a
@@ -128,6 +129,7 @@ var qkKnobs = []schedule.Knob{
 	{Name: "HEAD_D", Doc: "the head size the kernels are compiled for", Domain: schedule.Pow2("64", "128")},
 	{Name: "KV_HEADS", Doc: "the KV heads (HKV) the kernels are compiled for", Domain: schedule.Range("1", "65536")},
 	{Name: "GROUP", Doc: "the query heads per KV head (HQ / HKV) the kernels are compiled for", Domain: schedule.Range("1", "65536")},
+	{Name: "EARLY_LOADS", Doc: "1: a tile loads the norm weights and the RoPE tables with its rows, before the rows' sums, and waits for memory once (more registers live); 0: after the sums, a second, shorter wait (the L1 or L2 holds them)", Domain: schedule.Range("0", "1")},
 	{Name: "LANES", Doc: "lanes of a wave along a head row, each holding D / LANES elements as 16-byte vectors; at D / 16 or fewer a lane holds both halves of its rotate-half pairs and the rotation is a register permutation, above that a shuffle", Domain: schedule.Pow2("1", "WAVE")},
 }
 
@@ -139,22 +141,29 @@ var qkConstraints = []schedule.Constraint{
 }
 
 // qkCandidates: tiles of one head row per WAVE / LANES lanes, a lane
-// holding 16 elements (both halves of its rotate-half pairs: no exchange),
-// 8 (a shuffle exchange) or 32, in blocks of 4 or 8 waves.
+// holding 8 elements of a row (a shuffle exchange for rotate-half), 16
+// (both halves of its pairs: no exchange) or 32, mostly in blocks of 4
+// waves; some with 2 rows a lane, whose loads are in flight together, or
+// with the early loads. The H200 profile (2026-12-01) says why: the
+// forward waits on its loads' latency (long-scoreboard stalls 69% of its
+// cycles at 29% occupancy), so the choices trade the bytes a thread has
+// in flight against the registers, and so the threads, that hold them.
 func qkCandidates() []Candidate {
 	var out []Candidate
-	for _, per := range []string{"16", "8", "32"} {
-		for _, warps := range []string{"4", "8"} {
-			lanes := "min(WAVE, D / " + per + ")"
-			out = append(out, Candidate{
-				{"HEAD_D", e("D")},
-				{"KV_HEADS", e("HKV")},
-				{"GROUP", e("HQ / HKV")},
-				{"WARPS", e(warps)},
-				{"LANES", e(lanes)},
-				{"ROWS", e(warps + " * WAVE / " + lanes)},
-			})
-		}
+	for _, c := range []struct{ per, warps, rows, early string }{
+		{"8", "4", "1", "0"}, {"8", "4", "1", "1"}, {"8", "4", "2", "0"}, {"16", "4", "1", "0"},
+		{"16", "4", "1", "1"}, {"32", "4", "1", "0"}, {"8", "8", "1", "0"}, {"8", "4", "2", "1"},
+	} {
+		lanes := "min(WAVE, D / " + c.per + ")"
+		out = append(out, Candidate{
+			{"HEAD_D", e("D")},
+			{"KV_HEADS", e("HKV")},
+			{"GROUP", e("HQ / HKV")},
+			{"WARPS", e(c.warps)},
+			{"LANES", e(lanes)},
+			{"ROWS", e(c.rows + " * " + c.warps + " * WAVE / " + lanes)},
+			{"EARLY_LOADS", e(c.early)},
+		})
 	}
 	return out
 }
@@ -163,25 +172,33 @@ func qkCandidates() []Candidate {
 var qkBwdKnobs = append(append([]schedule.Knob(nil), qkKnobs...),
 	schedule.Knob{Name: "PER_CU", Doc: "backward programs (each a loop over its tiles, with one row of weight-gradient partials) per CU", Domain: schedule.Range("1", "16")})
 
-// qkBwdCandidates: 8 or 16 elements a lane (the backward holds more
-// values a row than the forward: 32 a lane do not fit), 4 programs of 4
-// waves a CU, then 8 and 16 (more waves to hide the loads' latency, but
-// resident only at ≤ 64 and ≤ 32 registers).
+// qkBwdCandidates: 16 elements a lane (both halves of the rotate-half
+// pairs: no shuffle) in 2 to 4 programs of 4 waves a CU, or 8 elements a
+// lane in 4 to 16; with the early loads or without. On the H200 the
+// first beat the second by 1.3× at the Qwen3 shape (2026-12-01): at 124
+// registers only 4 programs are resident, but each thread has 96 bytes
+// in flight, and the instructions an element are half. The untuned
+// default holds 512 / WAVE elements a lane, the same 512 a wave on
+// either wave size: 16 on wave32, 8 on wave64, where 16 need about 180
+// VGPRs and hipcc spills SGPRs under angles=theta. (32 a lane do not
+// fit: the backward holds more values a row than the forward.)
 func qkBwdCandidates() []Candidate {
 	var out []Candidate
-	for _, per := range []string{"8", "16"} {
-		for _, pc := range []string{"4", "8", "16"} {
-			lanes := "min(WAVE, D / " + per + ")"
-			out = append(out, Candidate{
-				{"HEAD_D", e("D")},
-				{"KV_HEADS", e("HKV")},
-				{"GROUP", e("HQ / HKV")},
-				{"WARPS", e("4")},
-				{"LANES", e(lanes)},
-				{"ROWS", e("4 * WAVE / " + lanes)},
-				{"PER_CU", e(pc)},
-			})
-		}
+	for _, c := range []struct{ per, pc, early string }{
+		{"(512 / WAVE)", "4", "0"}, {"16", "4", "1"}, {"16", "2", "0"}, {"16", "3", "0"},
+		{"8", "4", "0"}, {"8", "4", "1"}, {"8", "8", "0"}, {"8", "16", "0"},
+	} {
+		lanes := "min(WAVE, D / " + c.per + ")"
+		out = append(out, Candidate{
+			{"HEAD_D", e("D")},
+			{"KV_HEADS", e("HKV")},
+			{"GROUP", e("HQ / HKV")},
+			{"WARPS", e("4")},
+			{"LANES", e(lanes)},
+			{"ROWS", e("4 * WAVE / " + lanes)},
+			{"PER_CU", e(c.pc)},
+			{"EARLY_LOADS", e(c.early)},
+		})
 	}
 	return out
 }
@@ -288,7 +305,7 @@ var QKNormRopeBwd = qkOp(Op{
 	),
 	Kernels: []*Kernel{
 		{Name: "qk_norm_rope_bwd", Build: qkNormBwdKernel, Grid: [3]expr.Expr{e(qkPartsExpr), e("1"), e("1")}},
-		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("1"), e("1")}},
+		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("D / " + strconv.Itoa(qkFoldCols)), e("1")}},
 	},
 	Forward: QKNormRope,
 	Tests:   qkTests([]Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}, {"angles": "theta"}}),

@@ -184,12 +184,21 @@ func qkNormFwdKernel(b *ir.Builder, c *Call) {
 	q, k, v := b.Param("q", ir.BF16), b.Param("k", ir.BF16), b.Param("v", ir.BF16)
 	t := qkTile(b, c, qkSizesOf(b, c), b.Mul(b.ProgramID(0), c.Knob("ROWS")))
 	raw := b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil).Named("raw")
+	var w, cs, sn *ir.Value
+	if c.Knob("EARLY_LOADS") == 1 {
+		w = weights(b, p, t)
+		cs, sn = tables(b, c, p, t)
+	}
 	x := b.Cast(raw, ir.F32).Named("x")
-	n := b.Mul(b.Mul(x, b.Col(rms(b, c, x))), weights(b, p, t)).Named("normed")
+	rr := rms(b, c, x)
+	if w == nil {
+		w = weights(b, p, t)
+		cs, sn = tables(b, c, p, t)
+	}
+	n := b.Mul(b.Mul(x, b.Col(rr)), w).Named("normed")
 	if c.Flag("round_norm") {
 		n = b.Cast(b.Cast(n, ir.BF16), ir.F32).Named("normed_bf16")
 	}
-	cs, sn := tables(b, c, p, t)
 	y := b.Cast(b.Add(b.Mul(n, cs), b.Mul(rotated(b, c, n, t.d, false), sn)), ir.BF16).Named("y")
 	b.Store(b.PtrAdd(q, t.qOffs), y, b.Col(t.isQ))
 	b.Store(b.PtrAdd(k, t.kvOffs), y, b.Col(t.isK))
@@ -209,58 +218,73 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
 	tiles := b.CDiv(z.rows(b), nr).Named("tiles")
 	pid, np := b.ProgramID(0), b.NumPrograms(0)
-	zero := func() *ir.Value { return b.Full(ir.F32, 0, hd) }
-	acc := b.For(pid, tiles, np, []*ir.Value{zero().Named("dqw_part"), zero().Named("dkw_part")}, func(it *ir.Value, acc []*ir.Value) []*ir.Value {
+	// The weight-gradient terms add up in [ROWS, D] accumulators, each
+	// thread its own elements in loop order: no exchange between threads
+	// (and no barrier) inside the loop, one tree over the rows after it.
+	zero := func() *ir.Value { return b.Full(ir.F32, 0, nr, hd) }
+	acc := b.For(pid, tiles, np, []*ir.Value{zero().Named("dqw_rows"), zero().Named("dkw_rows")}, func(it *ir.Value, acc []*ir.Value) []*ir.Value {
 		t := qkTile(b, c, z, b.Mul(it, nr))
 		x := b.Cast(b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil), ir.F32).Named("x")
-		rr := rms(b, c, x)
-		xh := b.Mul(x, b.Col(rr)).Named("x_hat")
-		w := weights(b, p, t)
 		// The row's output gradient: dq, dk or dv, as the row is.
 		dy := b.Add(b.Cast(b.Load(b.PtrAdd(dq, t.qOffs), b.Col(t.isQ), nil), ir.F32),
 			b.Cast(b.Load(b.PtrAdd(dk, t.kvOffs), b.Col(t.isK), nil), ir.F32)).Named("dy")
-		cs, sn := tables(b, c, p, t)
+		dvv := b.Cast(b.Load(b.PtrAdd(dv, t.kvOffs), b.Col(t.isV), nil), ir.F32)
+		var w, cs, sn *ir.Value
+		if c.Knob("EARLY_LOADS") == 1 {
+			w = weights(b, p, t)
+			cs, sn = tables(b, c, p, t)
+		}
+		rr := rms(b, c, x)
+		xh := b.Mul(x, b.Col(rr)).Named("x_hat")
+		if w == nil {
+			w = weights(b, p, t)
+			cs, sn = tables(b, c, p, t)
+		}
 		dn := b.Add(b.Mul(dy, cs), rotated(b, c, b.Mul(dy, sn), t.d, true)).Named("d_normed")
 		g := b.Mul(dn, xh).Named("dw_terms")
 		zeros := b.Full(ir.F32, 0, nr, hd)
-		dqw := b.Add(acc[0], b.Reduce(b.Where(b.Col(t.isQ), g, zeros), 0, ir.RSum))
-		dkw := b.Add(acc[1], b.Reduce(b.Where(b.Col(t.isK), g, zeros), 0, ir.RSum))
+		dqw := b.Add(acc[0], b.Where(b.Col(t.isQ), g, zeros))
+		dkw := b.Add(acc[1], b.Where(b.Col(t.isK), g, zeros))
 		dxh := b.Mul(dn, w).Named("d_x_hat")
 		mean := b.Div(b.Reduce(b.Mul(dxh, xh), 1, ir.RSum), float64(hd)).Named("mean_dot")
 		dx := b.Mul(b.Sub(dxh, b.Mul(xh, b.Col(mean))), b.Col(rr)).Named("dx")
-		dvv := b.Cast(b.Load(b.PtrAdd(dv, t.kvOffs), b.Col(t.isV), nil), ir.F32)
 		out := b.Where(b.Col(t.isV), dvv, dx)
 		b.Store(b.PtrAdd(dqkv, t.offs), b.Cast(out, c.DType("d_qkv")), b.Col(t.ok))
 		return []*ir.Value{dqw, dkw}
 	})
 	d := b.Arange(hd)
 	base := b.Mul(pid, 2*hd)
-	b.Store(b.PtrAdd(partials, b.Add(base, d)), acc[0], nil)
-	b.Store(b.PtrAdd(partials, b.Add(b.Add(base, hd), d)), acc[1], nil)
+	b.Store(b.PtrAdd(partials, b.Add(base, d)), b.Reduce(acc[0], 0, ir.RSum).Named("dqw_part"), nil)
+	b.Store(b.PtrAdd(partials, b.Add(b.Add(base, hd), d)), b.Reduce(acc[1], 0, ir.RSum).Named("dkw_part"), nil)
 }
 
-// qkNormDwKernel folds the partials, one program for d_q_weight and one
-// for d_k_weight: qkFoldRows programs' rows at a time into a [rows, D]
-// accumulator (independent loads in flight, not one serial chain), then
-// the rows' tree. The association is fixed by the target's program count
-// and the schedule, so the sums' bits do not depend on the order in which
-// the backward's programs ran.
+// qkNormDwKernel folds the partials, a program for each of d_q_weight
+// (program 0 of axis 0) and d_k_weight (1) and each qkFoldCols columns
+// (axis 1): qkFoldRows rows of partials at a time into a [rows, columns]
+// accumulator, each thread's loads independent of one another (not one
+// serial chain), then the rows' tree. The association is fixed by the
+// target's program count and the schedule, so the sums' bits do not
+// depend on the order in which the backward's programs ran.
 func qkNormDwKernel(b *ir.Builder, c *Call) {
 	partials := b.Param("partials", ir.F32)
 	dqw, dkw := b.Param("d_q_weight", ir.F32), b.Param("d_k_weight", ir.F32)
 	hd, parts := c.Knob("HEAD_D"), qkParts(c)
 	which := b.ProgramID(0)
-	d := b.Arange(hd)
-	acc := b.For(0, parts, qkFoldRows, []*ir.Value{b.Full(ir.F32, 0, qkFoldRows, hd).Named("dw_rows")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {
+	d := b.Add(b.Mul(b.ProgramID(1), qkFoldCols), b.Arange(qkFoldCols)).Named("d")
+	acc := b.For(0, parts, qkFoldRows, []*ir.Value{b.Full(ir.F32, 0, qkFoldRows, qkFoldCols).Named("dw_rows")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {
 		rows := b.Add(p, b.Arange(qkFoldRows))
 		at := b.Add(b.Col(b.Mul(b.Add(b.Mul(rows, 2), which), hd)), b.Row(d))
 		part := b.Load(b.PtrAdd(partials, at), b.Col(b.Lt(rows, parts)), nil)
 		return []*ir.Value{b.Add(acc[0], part)}
 	})
 	dw := b.Reduce(acc[0], 0, ir.RSum).Named("dw")
-	b.Store(b.PtrAdd(dqw, d), dw, b.Splat(b.Eq(which, 0), hd))
-	b.Store(b.PtrAdd(dkw, d), dw, b.Splat(b.Eq(which, 1), hd))
+	b.Store(b.PtrAdd(dqw, d), dw, b.Splat(b.Eq(which, 0), qkFoldCols))
+	b.Store(b.PtrAdd(dkw, d), dw, b.Splat(b.Eq(which, 1), qkFoldCols))
 }
 
-// qkFoldRows is the partials' rows qkNormDwKernel adds at a time.
-const qkFoldRows = 32
+// The fold's tile: qkFoldRows rows of partials by qkFoldCols columns
+// (64 bytes of a row, in 16-byte vectors).
+const (
+	qkFoldRows = 128
+	qkFoldCols = 16
+)
