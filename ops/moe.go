@@ -25,9 +25,9 @@ import (
 //     qt[K, T] with the groups side by side along T, as the weight-gradient
 //     GEMM x_gᵀ·dy_g reads it.
 //
-// Both are two launches: the amax with relaxed atomics (each group's
-// columns may be split over several programs), then the cast, which reads
-// x again.
+// Both are two launches: the amax with relaxed atomics (each group's or
+// expert's columns may be split over several programs, each a loop down
+// its tiles), then the cast, which reads x again.
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
@@ -45,13 +45,14 @@ var ExpertColwise = register(&Op{
 		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("E"), e("N")}, Role: Scratch, Init: 0, Doc: "each expert's column amaxes, combined by atomics"},
 	},
 	Kernels: []*Kernel{
-		{Name: "expert_amax", Build: expertAmaxKernel, Grid: expertGrid},
+		{Name: "expert_amax", Build: expertAmaxKernel, Grid: [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("SPLIT"), e("E")}},
 		{Name: "expert_cast", Build: expertCastKernel, Grid: expertGrid},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_K", Doc: "rows (along K) of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_N", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
+		{Name: "SPLIT", Doc: "amax programs per expert and column block, each taking every SPLIT-th tile down K (those past the last tile do nothing)", Domain: schedule.Pow2("1", "65535")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_K * BLOCK_N"),
@@ -72,8 +73,9 @@ var ExpertColwise = register(&Op{
 			{"layout": "nk"},
 			{"layout": "nk", "in": "f32", "fp8": "e5m2", "pow2": "true"},
 		},
-		Odd:  Shape{"E": 3, "K": 72, "N": 40},
-		Wide: Shape{"E": 256, "K": 7168, "N": 2048}, // DeepSeek-V3's full w1: 3.76e9 elements
+		Odd:       Shape{"E": 3, "K": 72, "N": 40},
+		Schedules: []schedule.Params{{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2}}, // 3 and 2 trips down K
+		Wide:      Shape{"E": 256, "K": 7168, "N": 2048},                                     // DeepSeek-V3's full w1: 3.76e9 elements
 	},
 	Goldens: []Variant{
 		{Name: "nk", Options: Options{"layout": "nk"}},
@@ -134,11 +136,13 @@ var expertGrid = [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("cdiv(K, BLOCK_K)"), e("E
 // expertCandidates: the colwise tiles, BLOCK_K rows × BLOCK_N columns,
 // then wider ones. The H200 ran the first at 46% of copy against
 // torch.compile's 57%, with rows of 64 bf16 columns (128 contiguous
-// bytes); 128 and 256 columns read 256 and 512 (the tune decides).
+// bytes); 128 and 256 columns read 256 and 512 (the tune decides). The
+// amax takes enough programs to fill the GPU about 16 blocks a CU over.
 func expertCandidates() []Candidate {
-	out := columnTiles("BLOCK_K", "BLOCK_N")
+	split := Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(K, BLOCK_K)), pow2ceil(cdiv(16 * CUS, cdiv(N, BLOCK_N) * E))))")}
+	out := columnTiles("BLOCK_K", "BLOCK_N", split)
 	for _, c := range [][3]string{{"64", "128", "8"}, {"32", "256", "8"}} {
-		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}})
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split})
 	}
 	return out
 }
@@ -239,11 +243,17 @@ var GroupedColwise = register(&Op{
 var groupedGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("E"), e("SPLIT")}
 
 // groupedCandidates: the colwise tiles, with enough programs per group to
-// fill the GPU a few times over when the groups are few, but not more
-// than an average group has tiles.
+// fill the GPU about 16 blocks a CU over when the groups are few, but not
+// more than an average group has tiles; then the first tile with a
+// quarter of the programs. (At T=65536, K=7168, E=8 that quarter, 4 a
+// CU, made 896 programs: 1.7 waves of the 528 the registers let run at
+// once, and the H200 ran the amax at 68% of its DRAM bandwidth.)
 func groupedCandidates() []Candidate {
-	return columnTiles("BLOCK_T", "BLOCK_K",
-		Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")})
+	split := func(perCU string) Assign {
+		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
+	}
+	out := columnTiles("BLOCK_T", "BLOCK_K", split("16"))
+	return append(out, columnTiles("BLOCK_T", "BLOCK_K", split("4"))[0])
 }
 
 // groupStatus explains the status word.

@@ -216,6 +216,9 @@ type Tests struct {
 	Options []Options
 	// Odd is a small odd shape at which every candidate schedule runs.
 	Odd Shape
+	// Schedules are points beyond the candidates that also run at Odd:
+	// small tiles, so that loops take several trips there.
+	Schedules []schedule.Params
 	// Wide is a shape with a tensor past 2^31 elements (64-bit indexing),
 	// only planned.
 	Wide Shape

@@ -87,7 +87,7 @@ func TestEverySchedule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range space {
+		for _, s := range append(space, op.Tests.Schedules...) {
 			t.Run(fmt.Sprintf("%s/%v", name, s), func(t *testing.T) {
 				p, err := op.NewPlan(tg, sh, nil, s)
 				if err != nil {
