@@ -125,15 +125,11 @@ func TestGPUEverySchedule(t *testing.T) {
 	for _, name := range ops.Names() {
 		op, _ := ops.Lookup(name)
 		sh := op.Tests.Odd
-		c, err := op.NewCall(g.T, op.Example, nil)
+		space, err := op.TestSchedules(g.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		space, err := c.Space()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range append(space, op.Tests.Schedules...) {
+		for _, s := range space {
 			t.Run(fmt.Sprintf("%s/%v", name, s), func(t *testing.T) {
 				p, err := op.NewPlan(g.T, sh, nil, s)
 				if err != nil {

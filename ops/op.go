@@ -224,6 +224,30 @@ type Tests struct {
 	Wide Shape
 }
 
+// TestSchedules are the points the every-schedule tests run at Odd: the
+// space at the example shape (what realistic sizes get), the space at Odd
+// itself (where knobs follow the sizes, as the head counts the QK kernels
+// are compiled for do), then Tests.Schedules.
+func (op *Op) TestSchedules(tg *target.Target) ([]schedule.Params, error) {
+	var out []schedule.Params
+	for _, at := range []Shape{op.Example, op.Tests.Odd} {
+		c, err := op.NewCall(tg, at, nil)
+		if err != nil {
+			return nil, err
+		}
+		pts, err := c.Space()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pts {
+			if !slices.ContainsFunc(out, func(q schedule.Params) bool { return maps.Equal(p, q) }) {
+				out = append(out, p)
+			}
+		}
+	}
+	return append(out, op.Tests.Schedules...), nil
+}
+
 // OptionSets are the option sets the tests run: the defaults, then
 // Tests.Options.
 func (op *Op) OptionSets() []Options { return append([]Options{{}}, op.Tests.Options...) }

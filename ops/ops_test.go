@@ -79,15 +79,11 @@ func TestEverySchedule(t *testing.T) {
 	for _, name := range Names() {
 		op, _ := Lookup(name)
 		sh := op.Tests.Odd
-		c, err := op.NewCall(tg, op.Example, nil)
+		space, err := op.TestSchedules(tg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		space, err := c.Space()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range append(space, op.Tests.Schedules...) {
+		for _, s := range space {
 			t.Run(fmt.Sprintf("%s/%v", name, s), func(t *testing.T) {
 				p, err := op.NewPlan(tg, sh, nil, s)
 				if err != nil {
