@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fp8gen/fp8gen/backend"
+	"github.com/fp8gen/fp8gen/cost"
 	"github.com/fp8gen/fp8gen/emit"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
@@ -107,8 +108,10 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	if err != nil {
 		return err
 	}
-	// The order to try: the op's own preference (fp8gen has no cost
-	// model yet to rank by), feasible points first.
+	// The order to try: the op's default (its first feasible point) and
+	// then the rest as the cost model ranks them, so that a budget smaller
+	// than the space times the model's best guesses and never drops the
+	// schedule run takes without a tuned entry.
 	var plans []*ops.Plan
 	var rejected []string
 	for _, s := range space {
@@ -127,13 +130,17 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 		io.WriteString(stdout, sb.String()+strings.Join(rejected, "\n")+"\n")
 		return usageError{fmt.Errorf("%s: no feasible schedule at %s", op.Name, tune.ShapeText(op, sh))}
 	}
+	plans = append(plans[:1:1], cost.Rank(plans[1:])...)
 	if len(plans) > budget {
 		plans = plans[:budget]
 	}
 	if g == nil {
-		sb.WriteString("no GPU: the candidates in the op's order of preference; without a tuned entry, run and bench take the first (nothing timed, the cache unchanged):\n")
+		sb.WriteString("no GPU: nothing timed, the cache unchanged; the op's default (which run and bench take without a tuned entry), then the rest as the cost model ranks them, with its predicted times:\n")
 		for i, p := range plans {
-			fmt.Fprintf(&sb, "  %d. %v  (%s)\n", i+1, p.Schedule, resourcesText(p, nil))
+			fmt.Fprintf(&sb, "  %d. %v  predicted %.1f µs  (%s)\n", i+1, p.Schedule, us(cost.Predict(p).Time), resourcesText(p, nil))
+			if explain {
+				fmt.Fprintf(&sb, "     model: %v\n", cost.Predict(p))
+			}
 		}
 		if explain && len(rejected) > 0 {
 			sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")
@@ -204,7 +211,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			mark = "*"
 		}
 		gbs := float64(r.p.IdealBytes()) / r.t.Seconds() / 1e9
-		fmt.Fprintf(&sb, "%s %d. %-44v %9.1f µs %6.0f GB/s  (%s)\n", mark, i+1, r.p.Schedule, us(r.t), gbs, resourcesText(r.p, r.attrs))
+		fmt.Fprintf(&sb, "%s %d. %-44v %9.1f µs %6.0f GB/s  predicted %.1f µs  (%s)\n", mark, i+1, r.p.Schedule, us(r.t), gbs, us(cost.Predict(r.p).Time), resourcesText(r.p, r.attrs))
 	}
 	if explain && len(rejected) > 0 {
 		sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")

@@ -24,7 +24,7 @@ func TestTuneWithoutGPU(t *testing.T) {
 	if !strings.Contains(out+errs, "no GPU") {
 		t.Skip("a GPU is here: tune measures (the GPU tests cover it)")
 	}
-	want(t, args, code, 0, out+errs, "rowwise_cast at M=64,K=256 on gfx942", "feasible candidates", "nothing timed, the cache unchanged", "  1. ")
+	want(t, args, code, 0, out+errs, "rowwise_cast at M=64,K=256 on gfx942", "feasible candidates", "nothing timed, the cache unchanged", "  1. ", " predicted ", "model: ", " B in flight")
 	if _, err := os.Stat(cache); !os.IsNotExist(err) {
 		t.Errorf("tune without a GPU wrote %s", cache)
 	}
@@ -121,7 +121,7 @@ func TestGPUTune(t *testing.T) {
 	start := time.Now()
 	code, out, errs := fp8gen(t, args...)
 	cold := time.Since(start)
-	want(t, args, code, 0, out+errs, "timed 4", "kept ", " regs (~", " estimated), ")
+	want(t, args, code, 0, out+errs, "timed 4", "kept ", " regs (~", " estimated), ", " predicted ")
 	start = time.Now()
 	code, out, errs = fp8gen(t, args...)
 	warm := time.Since(start)
