@@ -6,7 +6,7 @@
 // latency of getting them. For each kernel k of a plan:
 //
 //	t_k    = launch + bytes_k / bw_k · tail_k
-//	bw_k   = min(peak, CUs · active_k · threads_k · inflight_k / tile_k)
+//	bw_k   = min(peak, active_k · threads_k · inflight_k / tile_k)
 //	tile_k = latency + instrs_k · instr
 //	tail_k = waves_k · resident_k · CUs / programs_k   (1 when one wave)
 //
@@ -16,10 +16,12 @@
 //     once. A tensor an earlier kernel of the plan read is read again from
 //     L2 (free) when it fits in half of it, else from memory again.
 //   - inflight_k: the bytes a thread has loading at once from memory: the
-//     global loads of its hottest block (the body of its innermost loop
-//     with loads, or the kernel's body), counting only streamed tensors
+//     global loads of its hottest block (the loop body, or the kernel's
+//     body, with the most bytes of such loads), counting only streamed tensors
 //     (those larger than L2/8; smaller ones, the scales, weights and
-//     tables every program rereads, are taken to hit in the caches).
+//     tables every program rereads, are taken to hit in the caches). A
+//     kernel that streams nothing counts all its loads (the latency of
+//     the caches is taken to be memory's); one that only stores, the peak.
 //   - tile_k: how long a thread takes for one tile: the loads' latency,
 //     then its instructions, each a dependent issue of its wave: instrs_k
 //     counts the hottest block's operations, one a register (a vector
@@ -27,8 +29,10 @@
 //   - resident_k: the programs a CU holds at once, the least of what its
 //     waves, registers (the estimate of schedule.Measure times the
 //     target's RegFit, the compiler's count over the estimate as measured,
-//     in the allocation granule), LDS and block slots allow; active_k is that,
-//     or fewer where the grid has fewer programs than the CUs can hold.
+//     in the allocation granule), LDS and block slots allow; active_k is
+//     the programs running at once: resident_k · CUs, or the whole grid
+//     where it is smaller (each program then runs its tiles at the
+//     latency's pace, however few share a CU).
 //   - waves_k = ⌈programs / (resident · CUs)⌉: the last wave of a grid that
 //     does not fill the GPU a whole number of times runs as long as a full
 //     one (the tail).
@@ -114,27 +118,29 @@ func Predict(p *ops.Plan) Estimate {
 			read[n] = true
 		}
 		k.InFlight, k.Instrs = hottest(s.Func, streamed)
+		if k.InFlight == 0 { // nothing streamed: its loads of what it has
+			k.InFlight, k.Instrs = hottest(s.Func, func(string) bool { return true })
+		}
 		regs := int(math.Ceil(float64(s.Resources.Regs) * t.RegFit))
 		k.Resident, k.Limit = resident(t, s.Resources.Threads, regs, s.Resources.LDSBytes)
 		slots := k.Resident * t.CUs
 		k.Waves = max(1, (k.Programs+slots-1)/slots)
-		active := float64(k.Resident)
+		// The programs at once: a full wave's, or all of one that is not.
+		active := float64(slots)
 		tail := 1.0
 		if k.Waves == 1 {
-			active = math.Ceil(float64(k.Programs) / float64(t.CUs))
-			if k.Programs > 0 {
-				active = math.Min(active, float64(k.Resident))
-			}
+			active = float64(k.Programs)
 		} else {
 			tail = float64(k.Waves*slots) / float64(k.Programs)
 		}
 		peak := float64(t.CopyGBs) * 1e9
 		tile := (float64(t.MemLatencyNS) + float64(k.Instrs)*t.InstrNS) * 1e-9
-		k.BW = math.Min(peak, float64(t.CUs)*active*float64(s.Resources.Threads)*float64(k.InFlight)/tile)
+		k.BW = math.Min(peak, active*float64(s.Resources.Threads)*float64(k.InFlight)/tile)
 		sec := float64(t.LaunchNS) * 1e-9
-		if k.Bytes > 0 && k.BW > 0 {
-			sec += float64(k.Bytes) / k.BW * tail
+		if k.BW == 0 { // stores only
+			k.BW = peak
 		}
+		sec += float64(k.Bytes) / k.BW * tail
 		k.Time = time.Duration(sec * 1e9)
 		est.Kernels = append(est.Kernels, k)
 		est.Time += k.Time

@@ -122,8 +122,8 @@ func TestFit(t *testing.T) {
 	}
 	base, _ := target.Lookup("sm_90")
 	rows := loadMeasured(t, "testdata/h200-tune-2026-12-01.tsv")
-	for _, lat := range []int{800, 1000, 1200, 1400, 1600} {
-		for _, ins := range []float64{0.25, 0.5, 0.75, 1} {
+	for _, lat := range []int{600, 800, 1000, 1200, 1400} {
+		for _, ins := range []float64{0, 0.25, 0.5, 0.75, 1, 1.5} {
 			tg := *base
 			tg.MemLatencyNS, tg.InstrNS = lat, ins
 			var sq float64
@@ -194,7 +194,7 @@ func TestSecondReadFromL2(t *testing.T) {
 		}
 		x := int64(2 * c.m * c.k)
 		out := int64(c.m*c.k + 4*c.k) // qt and inv_scale
-		amax := int64(4 * c.k) // the amax kernel's atomics; the cast reads them back from L2
+		amax := int64(4 * c.k)        // the amax kernel's atomics; the cast reads them back from L2
 		want := out
 		if c.second {
 			want += x

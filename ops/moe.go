@@ -56,7 +56,8 @@ var ExpertColwise = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_K * BLOCK_N"),
-		{Cond: e("cdiv(K, BLOCK_K) <= 65535 && E <= 65535"), Why: "grid axes 1 and 2 (K tiles, experts) hold at most 65535 programs"},
+		{Cond: e("cdiv(K, BLOCK_K) <= 65535 && E <= 65535"), Why: "grid axes 1 and 2 (the cast's K tiles, experts) hold at most 65535 programs"},
+		{Cond: e("SPLIT <= 65535"), Why: "grid axis 1 of the amax (SPLIT) holds at most 65535 programs"},
 	},
 	Candidates: expertCandidates(),
 	Ceiling:    e("2 * E * K * N <= L2 / 2 ? 100 : 60"),
@@ -130,16 +131,15 @@ var ExpertColwise = register(&Op{
 	},
 })
 
-// expertGrid: column blocks × K blocks × experts.
+// expertGrid: the cast's column blocks × K blocks × experts (the amax
+// has SPLIT programs down K instead of one a K block).
 var expertGrid = [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("cdiv(K, BLOCK_K)"), e("E")}
 
-// expertCandidates: the colwise tiles, BLOCK_K rows × BLOCK_N columns,
-// then wider ones. The H200 ran the first at 46% of copy against
-// torch.compile's 57%, with rows of 64 bf16 columns (128 contiguous
-// bytes); 128 and 256 columns read 256 and 512 (the tune decides). The
-// amax takes enough programs to fill the GPU about 16 blocks a CU over.
-// The first, 64 × 64 in 4 waves, won the tune at the three shapes it
-// ran on the H200 (2026-12-01).
+// expertCandidates: tiles of BLOCK_K rows × BLOCK_N columns: 64 × 64 in 4
+// waves first (it won the tune at the three shapes that ran on the H200,
+// 2026-12-01), then the colwise tiles, then wider ones, whose rows of 128
+// and 256 columns read 256 and 512 contiguous bytes. The amax takes
+// enough programs to fill the GPU about 16 blocks a CU over.
 func expertCandidates() []Candidate {
 	split := Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(K, BLOCK_K)), pow2ceil(cdiv(16 * CUS, cdiv(N, BLOCK_N) * E))))")}
 	var out []Candidate

@@ -150,8 +150,8 @@ var qkConstraints = []schedule.Constraint{
 // in flight against the registers, and so the threads, that hold them.
 // The untuned default holds 512 / WAVE elements a lane (16 on wave32, 8
 // on wave64, as the backward's): 16 a lane in 4 waves won the tune at
-// all three benchmark shapes on the H200 (2026-12-01), 1.2–1.4× the 8 a
-// lane of the old default.
+// all three benchmark shapes on the H200 (2026-12-01), 1.38–1.44× as
+// fast as the 8 a lane of the old default.
 func qkCandidates() []Candidate {
 	var out []Candidate
 	for _, c := range []struct{ per, warps, rows, early string }{
@@ -180,8 +180,10 @@ var qkBwdKnobs = append(append([]schedule.Knob(nil), qkKnobs...),
 // pairs: no shuffle) in 2 to 4 programs of 4 waves a CU, or 8 elements a
 // lane in 4 to 16; with the early loads or without. On the H200 the
 // first beat the second by 1.3× at the Qwen3 shape (2026-12-01): at 124
-// registers only 4 programs are resident, but each thread has 96 bytes
-// in flight, and the instructions an element are half. The untuned
+// registers only 4 programs are resident, but each thread fetches 64
+// bytes a tile (32 of qkv, 32 of the row's gradient: the dq, dk and dv
+// loads are masked to the row's kind) against 32, and the instructions an
+// element are half. The untuned
 // default holds 512 / WAVE elements a lane, the same 512 a wave on
 // either wave size: 16 on wave32, 8 on wave64, where 16 need about 180
 // VGPRs and hipcc spills SGPRs under angles=theta. (32 a lane do not

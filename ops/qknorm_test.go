@@ -11,6 +11,7 @@ import (
 	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
+	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -379,4 +380,25 @@ func TestQKBackwardAdversarialGPUShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The backward's programs loop over their tiles, adding the weight
+// gradients' terms into their accumulators trip by trip; at the odd shapes
+// every program has one tile at most, so here each takes four.
+func TestQKBackwardLoopTrips(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	sh := Shape{"B": 2, "S": 132, "HQ": 4, "HKV": 2, "D": 64} // 2112 head rows
+	s := schedule.Params{"WARPS": 1, "LANES": 8, "ROWS": 4, "PER_CU": 1, "EARLY_LOADS": 0, "HEAD_D": 64, "KV_HEADS": 2, "GROUP": 2}
+	p, err := QKNormRopeBwd.NewPlan(tg, sh, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 2 * 132 * (4 + 2*2)
+	if programs, tiles := p.Steps[0].Grid[0], rows/4; tiles != 4*programs {
+		t.Fatalf("%d tiles over %d programs; want 4 trips each", tiles, programs)
+	}
+	// Random inputs, not adversarial: a NaN in one head makes the weight
+	// gradients NaN, which would hide a lost trip.
+	in := Inputs(p.Call, 7, false)
+	check(t, p.Call, in, runInterp(t, p, in))
 }
