@@ -18,30 +18,44 @@ import (
 func Inputs(c *Call, seed uint64, adversarial bool) map[string]*Tensor {
 	r := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
 	in := Tensors(c.SpecsOf(Input))
-	for _, s := range c.SpecsOf(Input) { // in argument order: the same seed gives the same tensors
+	for ti, s := range c.SpecsOf(Input) { // in argument order: the same seed gives the same tensors
 		t := in[s.Name]
 		n := t.Elems()
 		switch d := t.DType; {
 		case d.K == ir.KF32 || d.K == ir.KBF16:
 			vals := make([]float32, n)
-			for i := range vals {
-				vals[i] = float32(r.NormFloat64() * 3)
+			if n <= bigInput {
+				for i := range vals {
+					vals[i] = float32(r.NormFloat64() * 3)
+				}
+			} else {
+				// A benchmark's tensor: refChunks streams of their own,
+				// filled in parallel (one stream took seconds a tensor).
+				refParallel(n, func(lo, hi, k int) {
+					cr := rand.New(rand.NewPCG(seed^uint64(ti)<<32^uint64(k), 0x5851F42D4C957F2D))
+					for i := lo; i < hi; i++ {
+						vals[i] = float32(cr.NormFloat64() * 3)
+					}
+				})
 			}
 			if adversarial && n > 0 {
 				cols := t.Shape[len(t.Shape)-1]
 				plant(vals, n/cols, cols, c.Format, r)
 			}
-			for i, v := range vals {
-				if d.K == ir.KBF16 {
-					h := ir.F32ToBF16(v)
-					if v != v { // keep the NaN's kind: 0x7f810000 stands for bf16's signaling 0x7f81
-						h = uint16(math.Float32bits(v) >> 16)
+			bigParallel(n, func(lo, hi, _ int) {
+				for i := lo; i < hi; i++ {
+					v := vals[i]
+					if d.K == ir.KBF16 {
+						h := ir.F32ToBF16(v)
+						if v != v { // keep the NaN's kind: 0x7f810000 stands for bf16's signaling 0x7f81
+							h = uint16(math.Float32bits(v) >> 16)
+						}
+						t.SetBits(i, uint64(h))
+					} else {
+						t.SetBits(i, uint64(math.Float32bits(v)))
 					}
-					t.SetBits(i, uint64(h))
-				} else {
-					t.SetBits(i, uint64(math.Float32bits(v)))
 				}
-			}
+			})
 		case d.K == ir.KFP8:
 			for i := range n {
 				t.SetBits(i, uint64(r.IntN(256)))
@@ -57,6 +71,11 @@ func Inputs(c *Call, seed uint64, adversarial bool) map[string]*Tensor {
 	}
 	return in
 }
+
+// bigInput is the most elements of a float tensor Inputs draws from the
+// seed's one stream; larger ones (benchmark shapes, never the tests')
+// are drawn from refChunks streams at once.
+const bigInput = 1 << 24
 
 // Specials are the values adversarial inputs plant.
 func Specials(f *fp8.Format) []float32 {

@@ -1063,29 +1063,49 @@ func (x *Expected) Check(got map[string]*Tensor) (exact bool, err error) {
 		if len(a.Value) != w.Elems() || len(a.Slack) != w.Elems() {
 			return false, fmt.Errorf("BUG: %s's allowance for %s holds %d values and %d slacks for %d elements", c.Op.Name, n, len(a.Value), len(a.Slack), w.Elems())
 		}
-		bad, first := 0, -1
 		// The result must be a rounding of a value within the slack of
 		// the reference's unrounded one: within the slack plus half a
-		// unit in the last place.
+		// unit in the last place. In chunks, in parallel (hundreds of
+		// millions of elements at the benchmark shapes).
 		bound := func(i int) float64 { return a.Slack[i] + ulp(g, i)/2 }
-		for i := 0; i < w.Elems(); i++ {
-			if w.Bits(i) == g.Bits(i) {
-				continue
+		var chunks [refChunks]struct {
+			bad, first int
+			inexact    bool
+		}
+		for k := range chunks {
+			chunks[k].first = -1
+		}
+		bigParallel(w.Elems(), func(lo, hi, k int) {
+			ch := &chunks[k]
+			for i := lo; i < hi; i++ {
+				if w.Bits(i) == g.Bits(i) {
+					continue
+				}
+				ch.inexact = true
+				x, y := w.Float(i), g.Float(i)
+				if math.IsNaN(x) && math.IsNaN(y) {
+					continue
+				}
+				// An infinite slack says an f32 intermediate may overflow
+				// (terms of both signs past the format's max): the result
+				// may then be ±Inf or NaN, whatever the association.
+				if math.Abs(a.Value[i]-y) <= bound(i) || math.IsInf(bound(i), 1) {
+					continue
+				}
+				ch.bad++
+				if ch.first < 0 {
+					ch.first = i
+				}
 			}
-			exact = false
-			x, y := w.Float(i), g.Float(i)
-			if math.IsNaN(x) && math.IsNaN(y) {
-				continue
-			}
-			// An infinite slack says an f32 intermediate may overflow
-			// (terms of both signs past the format's max): the result
-			// may then be ±Inf or NaN, whatever the association.
-			if math.Abs(a.Value[i]-y) <= bound(i) || math.IsInf(bound(i), 1) {
-				continue
-			}
-			bad++
+		})
+		bad, first := 0, -1
+		for _, ch := range chunks {
+			bad += ch.bad
 			if first < 0 {
-				first = i
+				first = ch.first
+			}
+			if ch.inexact {
+				exact = false
 			}
 		}
 		if bad > 0 {

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	goruntime "runtime"
 	"strconv"
-	"sync"
 
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/internal/refnum"
@@ -445,27 +443,6 @@ func trigOf(c *Call, in map[string]*Tensor) func(pos, i, d int) (float64, float6
 	return func(pos, i, d int) (float64, float64) { return cs.Float(pos*d + i), sn.Float(pos*d + i) }
 }
 
-// qkChunks splits the head rows into a fixed number of chunks, run in
-// parallel: the references of large shapes took tens of seconds on one
-// core. The count does not depend on the machine, so neither do sums
-// combined chunk by chunk.
-const qkChunks = 64
-
-func qkParallel(rows int, body func(lo, hi, chunk int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, goruntime.GOMAXPROCS(0))
-	for k := 0; k < qkChunks; k++ {
-		lo, hi := rows*k/qkChunks, rows*(k+1)/qkChunks
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			body(lo, hi, k)
-		}()
-	}
-	wg.Wait()
-}
-
 // maxThetaPos bounds positions with angles=theta: with inv_freq ≤ 1 the
 // angles stay below 10^5, where the kernels' reduction is exact.
 const maxThetaPos = 65536
@@ -515,7 +492,7 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]A
 	x := in["qkv"]
 	trig, neox, roundNorm := trigOf(c, in), c.Opt("rope") == "neox", c.Flag("round_norm")
 	rb := func(v float64) float64 { return float64(refnum.BF16ToF32(refnum.BF16(float32(v)))) }
-	qkParallel(l.rows, func(rlo, rhi, _ int) {
+	refParallel(l.rows, func(rlo, rhi, _ int) {
 		t, n := make([]float64, l.d), make([]float64, l.d)
 		// Without round_norm, n is one value; with it, the roundings of n's
 		// neighbours within 2^-20 (the kernels' f32 n may be any of them).
@@ -574,8 +551,8 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 	x := in["qkv"]
 	trig, neox := trigOf(c, in), c.Opt("rope") == "neox"
 	// Each chunk's weight-gradient sums, added in chunk order below.
-	var dwc, dwAbsc [qkChunks][2][]float64
-	qkParallel(l.rows, func(rlo, rhi, chunk int) {
+	var dwc, dwAbsc [refChunks][2][]float64
+	refParallel(l.rows, func(rlo, rhi, chunk int) {
 		dw := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 		dwAbs := [2][]float64{make([]float64, l.d), make([]float64, l.d)}
 		dwc[chunk], dwAbsc[chunk] = dw, dwAbs

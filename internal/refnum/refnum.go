@@ -120,8 +120,16 @@ func (b byValue) Swap(i, j int) {
 // EncodeFP8 is the saturating conversion of x to format f: the nearest
 // value, ties to the even code; ±Inf and beyond ±max to ±max; NaN to the
 // format's NaN; in fnuz formats no negative zero.
-func EncodeFP8(f *fp8.Format, x float32) uint8 {
+func EncodeFP8(f *fp8.Format, x float32) uint8 { return encode(f, tableOf(f), x) }
+
+// Encoder is EncodeFP8 for one format, its table looked up once (for the
+// references' loops over billions of elements).
+func Encoder(f *fp8.Format) func(float32) uint8 {
 	t := tableOf(f)
+	return func(x float32) uint8 { return encode(f, t, x) }
+}
+
+func encode(f *fp8.Format, t *table, x float32) uint8 {
 	if math.IsNaN(float64(x)) {
 		return t.nan
 	}
