@@ -188,8 +188,14 @@ func TestGFX942ScalesAgainst240(t *testing.T) {
 // outputs (compute-sanitizer memcheck runs this test in scripts/gpu.sh).
 func TestGPUGroupedGarbageOffsets(t *testing.T) {
 	g := openGPU(t)
+	for _, s := range []schedule.Params{nil, {"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 1, "FUSED": 1}} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) { garbageOffsets(t, g, s) })
+	}
+}
+
+func garbageOffsets(t *testing.T, g *GPU, s schedule.Params) {
 	sh := ops.Shape{"T": 3000, "K": 200, "E": 6}
-	p, err := ops.GroupedColwise.NewPlan(g.T, sh, nil, nil)
+	p, err := ops.GroupedColwise.NewPlan(g.T, sh, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/fp8gen/fp8gen/emit"
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -27,7 +28,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 type variant struct {
 	name  string // "" for the defaults
 	opts  ops.Options
-	shape ops.Shape // nil: the op's example shape
+	shape ops.Shape       // nil: the op's example shape
+	sched schedule.Params // nil: the default
 }
 
 // variants lists what each op's goldens cover: the defaults, then the
@@ -35,7 +37,7 @@ type variant struct {
 func variants(op *ops.Op) []variant {
 	vs := []variant{{}}
 	for _, v := range op.Goldens {
-		vs = append(vs, variant{name: v.Name, opts: v.Options, shape: v.Shape})
+		vs = append(vs, variant{name: v.Name, opts: v.Options, shape: v.Shape, sched: v.Schedule})
 	}
 	return vs
 }
@@ -111,7 +113,7 @@ func (c *goldenCase) build() error {
 	if sh == nil {
 		sh = op.Example
 	}
-	p, err := op.NewPlan(tg, sh, c.v.opts, nil)
+	p, err := op.NewPlan(tg, sh, c.v.opts, c.v.sched)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}

@@ -27,7 +27,10 @@ import (
 //
 // Both are two launches: the amax with relaxed atomics (each group's or
 // expert's columns may be split over several programs, each a loop down
-// its tiles), then the cast, which reads x again.
+// its tiles), then the cast, which reads x again. The grouped op's
+// schedule may instead take one launch (FUSED=1), whose program reads its
+// group's column block twice, the second time from L2 where the blocks
+// of the programs running at once fit there.
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
@@ -183,17 +186,20 @@ var GroupedColwise = register(&Op{
 			Doc: "0, or E - g for the first group g whose offsets are bad", Status: groupStatus},
 	},
 	Kernels: []*Kernel{
-		{Name: "grouped_amax", Build: groupedAmaxKernel, Grid: groupedGrid},
-		{Name: "grouped_cast", Build: groupedCastKernel, Grid: groupedGrid},
+		{Name: "grouped_amax", Build: groupedAmaxKernel, Grid: groupedGrid, When: e("FUSED == 0")},
+		{Name: "grouped_cast", Build: groupedCastKernel, Grid: groupedGrid, When: e("FUSED == 0")},
+		{Name: "grouped_fused", Build: groupedFusedKernel, Grid: groupedGrid, When: e("FUSED == 1")},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_T", Doc: "rows (tokens) of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "SPLIT", Doc: "programs per group and column block, each taking every SPLIT-th tile of the group's rows", Domain: schedule.Pow2("1", "1024")},
+		{Name: "FUSED", Doc: "1: one kernel, whose program reads its group's column block twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_T * BLOCK_K"),
+		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes a group's column block in one program: SPLIT must be 1"},
 		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups) holds at most 65535 programs"},
 	},
 	Candidates: groupedCandidates(),
@@ -213,6 +219,7 @@ var GroupedColwise = register(&Op{
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -280,8 +287,14 @@ func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	out := columnTiles("BLOCK_T", "BLOCK_K", split("16"))
-	return append(out, columnTiles("BLOCK_T", "BLOCK_K", split("4"))[0])
+	two := Assign{"FUSED", e("0")}
+	out := columnTiles("BLOCK_T", "BLOCK_K", split("16"), two)
+	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", split("4"), two)[0])
+	// The fused kernel, one program a group's column block.
+	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}} {
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}})
+	}
+	return out
 }
 
 // groupStatus explains the status word.

@@ -168,3 +168,49 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	})
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(b.ProgramID(2), 0)))
 }
+
+// groupedFusedKernel is both kernels in one (FUSED=1): the program of
+// group g and column block pk reads its group's rows twice, for the amax
+// and then for the cast. Its second read finds them in L2 where the
+// strips of the programs running at once fit there (short groups): one
+// launch, no atomics, about the copy's bytes from memory. Long groups are
+// the two-pass kernels' (the tune decides).
+func groupedFusedKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	status := b.Param("status", ir.I32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g := b.ProgramID(1)
+	lo, hi, bad := groupRows(b, offsets, t, ne)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(b.ProgramID(0), 0)), ir.Relaxed, ir.ScopeAgent)
+	cols := groupedCols(b, c)
+	acc := groupTiles(b, c, lo, hi, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_rows")},
+		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			rows, rmask := groupedRows(b, c, t0, lo, hi)
+			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+			mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+		})
+	amax := b.Reduce(acc[0], 0, ir.RMax).Named("amax")
+	scale := scaleOf(b, amax, c)
+	scols := b.Add(b.Mul(g, k), groupedCols(b, c)).Named("scale_offs")
+	cmask := b.Lt(groupedCols(b, c), k)
+	b.Store(b.PtrAdd(amaxp, scols), amax, cmask) // as the two-pass kernels leave it
+	groupTiles(b, c, lo, hi, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
+		rows, rmask := groupedRows(b, c, t0, lo, hi)
+		cols := groupedCols(b, c)
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+		q := b.Cast(b.Mul(loadF32(b, x, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+		rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
+		cols2 := groupedCols(b, c)
+		offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
+		maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
+		b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
+		return nil
+	})
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cmask)
+}

@@ -47,6 +47,7 @@ func TestGroupedOffsetsPatterns(t *testing.T) {
 		{"BLOCK_T": 64, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4},
 		{"BLOCK_T": 16, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 8},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1},
 	}
 	for i, s := range scheds {
 		p, err := GroupedColwise.NewPlan(tg, sh, nil, s)
@@ -131,7 +132,7 @@ func TestGroupedOffsetsChecked(t *testing.T) {
 func TestGroupedGarbageOffsets(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}} {
+	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}} {
 		p, err := GroupedColwise.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, nil, s)
 		if err != nil {
 			t.Fatal(err)

@@ -126,7 +126,12 @@ type Kernel struct {
 	// Grid is the number of programs along each axis: expressions of the
 	// sizes, knobs and target (WAVE, CUS, …).
 	Grid [3]expr.Expr
+	// When, if not zero, is the condition (on the knobs) under which the
+	// kernel is part of a plan: a schedule may choose between kernels.
+	When expr.Expr
 }
+
+
 
 // Assign sets a knob of a candidate to an expression of the sizes, the
 // target and the knobs assigned before it.
@@ -252,12 +257,13 @@ func (op *Op) TestSchedules(tg *target.Target) ([]schedule.Params, error) {
 // Tests.Options.
 func (op *Op) OptionSets() []Options { return append([]Options{{}}, op.Tests.Options...) }
 
-// Variant is one golden file's plan beyond the op's defaults: options, or
-// a shape other than the example.
+// Variant is one golden file's plan beyond the op's defaults: options, a
+// shape other than the example, or schedule knobs other than the default's.
 type Variant struct {
-	Name    string
-	Options Options
-	Shape   Shape // nil: the example shape
+	Name     string
+	Options  Options
+	Shape    Shape           // nil: the example shape
+	Schedule schedule.Params // nil: the default
 }
 
 var registry = map[string]*Op{}
@@ -321,6 +327,9 @@ func (op *Op) check() error {
 	for _, k := range op.Kernels {
 		for _, e := range k.Grid {
 			errs = append(errs, uses("kernel "+k.Name+" grid", e, known))
+		}
+		if !k.When.IsZero() {
+			errs = append(errs, uses("kernel "+k.Name+" when", k.When, known))
 		}
 	}
 	for _, c := range op.Constraints {
@@ -837,7 +846,11 @@ func (c *Call) Plan() (*Plan, error) {
 	}
 	p := &Plan{Call: c}
 	env := c.env()
-	for _, k := range c.Op.Kernels {
+	ks, err := c.Kernels()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
 		fn, err := c.Build(k, &lower.Config{})
 		if err != nil {
 			return nil, err
@@ -865,6 +878,26 @@ func (c *Call) Plan() (*Plan, error) {
 	return p, nil
 }
 
+// Kernels are the op's kernels that this call's schedule runs: those
+// whose When holds, in order.
+func (c *Call) Kernels() ([]*Kernel, error) {
+	env := c.env()
+	var out []*Kernel
+	for _, k := range c.Op.Kernels {
+		if !k.When.IsZero() {
+			v, err := k.When.Eval(env)
+			if err != nil {
+				return nil, fmt.Errorf("%s: when: %w", k.Name, err)
+			}
+			if v == 0 {
+				continue
+			}
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 // IndexOverflows reports whether some kernel's 32-bit index arithmetic
 // can leave the 32-bit range at this shape and schedule (the padding rows
 // of a tile past the last element, a loop counter stepping past 2^31),
@@ -876,7 +909,11 @@ func (c *Call) IndexOverflows() (bool, error) {
 	for k, v := range c.Shape {
 		sizes[k] = int64(v)
 	}
-	for _, k := range c.Op.Kernels {
+	ks, err := c.Kernels()
+	if err != nil {
+		return false, err
+	}
+	for _, k := range ks {
 		var grid [3]int
 		for i, g := range k.Grid {
 			v, err := g.Eval(env)

@@ -134,8 +134,17 @@ func TestNewPlanRecordsCandidates(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s %v: %v", tn, name, sh, err)
 				}
-				if len(p.Steps) != len(op.Kernels) {
-					t.Fatalf("%s %s: %d steps for %d kernels", tn, name, len(p.Steps), len(op.Kernels))
+				ks, err := p.Call.Kernels()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Steps) != len(ks) || len(ks) == 0 {
+					t.Fatalf("%s %s: %d steps for %d kernels", tn, name, len(p.Steps), len(ks))
+				}
+				for i, s := range p.Steps {
+					if s.Kernel != ks[i] {
+						t.Errorf("%s %s: step %d runs %s, want %s", tn, name, i, s.Kernel.Name, ks[i].Name)
+					}
 				}
 				last := p.Candidates[len(p.Candidates)-1]
 				if last.Reject != nil || last.Params.String() != p.Schedule.String() {
