@@ -407,7 +407,11 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		op, _ := ops.Lookup(n)
 		var ks, ts, os []string
 		for _, k := range op.Kernels {
-			ks = append(ks, k.Name)
+			if k.When.IsZero() {
+				ks = append(ks, k.Name)
+			} else {
+				ks = append(ks, k.Name+" if "+k.When.String())
+			}
 		}
 		for _, t := range op.Tensors {
 			var dims []string
