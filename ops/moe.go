@@ -27,10 +27,10 @@ import (
 //
 // Both are two launches: the amax with relaxed atomics (each group's or
 // expert's columns may be split over several programs, each a loop down
-// its tiles), then the cast, which reads x again. The grouped op's
-// schedule may instead take one launch (FUSED=1), whose program reads its
-// group's column block twice, the second time from L2 where the blocks
-// of the programs running at once fit there.
+// its tiles), then the cast, which reads x again. A schedule may instead
+// take one launch (FUSED=1), whose program reads its group's column block
+// or its expert's column strip twice, the second time from L2 where the
+// blocks of the programs running at once fit there.
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
@@ -48,19 +48,22 @@ var ExpertColwise = register(&Op{
 		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("E"), e("N")}, Role: Scratch, Init: 0, Doc: "each expert's column amaxes, combined by atomics"},
 	},
 	Kernels: []*Kernel{
-		{Name: "expert_amax", Build: expertAmaxKernel, Grid: [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("SPLIT"), e("E")}},
-		{Name: "expert_cast", Build: expertCastKernel, Grid: expertGrid},
+		{Name: "expert_amax", Build: expertAmaxKernel, Grid: [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("SPLIT"), e("E")}, When: e("FUSED == 0")},
+		{Name: "expert_cast", Build: expertCastKernel, Grid: expertGrid, When: e("FUSED == 0")},
+		{Name: "expert_fused", Build: expertFusedKernel, Grid: [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("1"), e("E")}, When: e("FUSED == 1")},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_K", Doc: "rows (along K) of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_N", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "SPLIT", Doc: "amax programs per expert and column block, each taking every SPLIT-th tile down K (those past the last tile do nothing)", Domain: schedule.Pow2("1", "65535")},
+		{Name: "FUSED", Doc: "1: one kernel, whose program reads its expert's column strip twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_K * BLOCK_N"),
 		{Cond: e("cdiv(K, BLOCK_K) <= 65535 && E <= 65535"), Why: "grid axes 1 and 2 (the cast's K tiles, experts) hold at most 65535 programs"},
 		{Cond: e("SPLIT <= 65535"), Why: "grid axis 1 of the amax (SPLIT) holds at most 65535 programs"},
+		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes an expert's column strip in one program: SPLIT must be 1"},
 	},
 	Candidates: expertCandidates(),
 	Ceiling:    e("2 * E * K * N <= L2 / 2 ? 100 : 60"),
@@ -86,6 +89,7 @@ var ExpertColwise = register(&Op{
 		{Name: "odd", Shape: Shape{"E": 3, "K": 333, "N": 1000}},
 		{Name: "odd_nk", Options: Options{"layout": "nk"}, Shape: Shape{"E": 3, "K": 333, "N": 1000}},
 		{Name: "i64", Shape: Shape{"E": 256, "K": 7168, "N": 2048}},
+		{Name: "fused_nk", Options: Options{"layout": "nk"}, Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}},
 	},
 	// Row by row, expert by expert in parallel (column by column, strided,
 	// the DeepSeek-V3 shape took a minute): a max does not depend on the
@@ -164,7 +168,11 @@ func expertCandidates() []Candidate {
 	split := Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(K, BLOCK_K)), pow2ceil(cdiv(16 * CUS, cdiv(N, BLOCK_N) * E))))")}
 	var out []Candidate
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}, {"64", "32", "4"}, {"32", "32", "4"}, {"64", "128", "8"}, {"32", "256", "8"}} {
-		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split})
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split, {"FUSED", e("0")}})
+	}
+	// The fused kernel, in narrow strips so that those in flight fit in L2.
+	for _, c := range [][3]string{{"64", "32", "4"}, {"128", "16", "4"}} {
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}})
 	}
 	return out
 }

@@ -75,6 +75,59 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, n), b.Eq(b.ProgramID(1), 0)))
 }
 
+// expertFusedKernel is both kernels in one (FUSED=1): the program of
+// column block pn of w[e] reads its strip down K twice, for the amax and
+// then for the cast. The second read finds the strip in L2 where the
+// strips of the programs running at once fit there (short K or narrow
+// blocks).
+func expertFusedKernel(b *ir.Builder, c *Call) {
+	w := b.Param("w", c.DType("w"))
+	kn := c.Opt("layout") == "kn"
+	var q *ir.Value
+	if kn {
+		q = b.Param("q", ir.FP8(c.Format))
+	} else {
+		q = b.Param("qt", ir.FP8(c.Format))
+	}
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	k, n := b.Size("K"), b.Size("N")
+	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
+	ex := b.ProgramID(2)
+	colsOf := func() *ir.Value { return b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols") }
+	tile := func(k0 *ir.Value) (rows, cols, offs, mask *ir.Value) {
+		rows = b.Add(b.MultipleOf(k0, bk), b.Arange(bk)).Named("rows")
+		cols = colsOf()
+		offs = b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
+		mask = b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
+		return rows, cols, offs, mask
+	}
+	acc := b.For(0, k, bk, []*ir.Value{b.Full(ir.F32, 0, bk, bn).Named("amax_rows")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
+		_, _, offs, mask := tile(k0)
+		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, w, offs, mask)))}
+	})
+	amax := b.Reduce(acc[0], 0, ir.RMax).Named("amax")
+	scale := scaleOf(b, amax, c)
+	scols := b.Add(b.Mul(ex, n), colsOf()).Named("scale_offs")
+	cmask := b.Lt(colsOf(), n)
+	b.Store(b.PtrAdd(amaxp, scols), amax, cmask) // as the two-pass kernels leave it
+	b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
+		_, _, offs, mask := tile(k0)
+		v := b.Cast(b.Mul(loadF32(b, w, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+		if kn {
+			_, _, offs, mask := tile(k0)
+			b.Store(b.PtrAdd(q, offs), v, mask)
+		} else {
+			rows, cols, _, _ := tile(k0)
+			offs := b.Add(b.Mul(b.Add(b.Mul(ex, n), b.Col(cols)), k), b.Row(rows)).Named("offs_t")
+			mask := b.And(b.Col(b.Lt(cols, n)), b.Row(b.Lt(rows, k))).Named("mask_t")
+			b.Store(b.PtrAdd(q, offs), b.Trans(v), mask) // [BLOCK_N, BLOCK_K], coalesced along K
+		}
+		return nil
+	})
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cmask)
+}
+
 // groupRows loads group g's bounds from offsets and clamps them into
 // [0, T], lo ≤ hi, so that no offsets whatsoever make a program touch
 // memory outside its tensors; bad reports whether they needed it (or the

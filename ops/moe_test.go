@@ -237,21 +237,29 @@ func TestGroupedOffsetsGenerated(t *testing.T) {
 	}
 }
 
-// The transposed expert layout holds the same codes as the plain one.
+// The transposed expert layout holds the same codes as the plain one, in
+// the two-pass kernels and in the fused one.
 func TestExpertLayouts(t *testing.T) {
+	for _, s := range []schedule.Params{nil, {"BLOCK_K": 32, "BLOCK_N": 16, "WARPS": 4, "SPLIT": 1, "FUSED": 1}} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) { expertLayouts(t, s) })
+	}
+}
+
+func expertLayouts(t *testing.T, s schedule.Params) {
 	tg, _ := target.Lookup("gfx950")
 	sh := Shape{"E": 3, "K": 70, "N": 50}
-	kn, err := ExpertColwise.NewPlan(tg, sh, nil, nil)
+	kn, err := ExpertColwise.NewPlan(tg, sh, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nk, err := ExpertColwise.NewPlan(tg, sh, Options{"layout": "nk"}, nil)
+	nk, err := ExpertColwise.NewPlan(tg, sh, Options{"layout": "nk"}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := Inputs(kn.Call, 3, true)
 	a, _ := runAll(t, kn, in)
 	b, _ := runAll(t, nk, in)
+	check(t, nk.Call, in, b)
 	if _, ok := b["q"]; ok {
 		t.Error("layout=nk has a q output")
 	}

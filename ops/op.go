@@ -131,8 +131,6 @@ type Kernel struct {
 	When expr.Expr
 }
 
-
-
 // Assign sets a knob of a candidate to an expression of the sizes, the
 // target and the knobs assigned before it.
 type Assign struct {
