@@ -14,7 +14,11 @@
 //
 //   - bytes_k: every tensor the kernel loads from or stores to, whole,
 //     once. A tensor an earlier kernel of the plan read is read again from
-//     L2 (free) when it fits in half of it, else from memory again.
+//     L2 (free) when it fits in half of it, else from memory again. A
+//     tensor that several of the kernel's own loops read (a fused
+//     kernel's two passes) is read again from L2 when the programs
+//     running at once hold no more than half of L2 of it, else from
+//     memory each time.
 //   - inflight_k: the bytes a thread has loading at once from memory: the
 //     global loads of its hottest block (the loop body, or the kernel's
 //     body, with the most bytes of such loads), counting only streamed tensors
@@ -106,11 +110,24 @@ func Predict(p *ops.Plan) Estimate {
 	var est Estimate
 	for _, s := range p.Steps {
 		k := Kernel{Name: s.Func.Name, Programs: s.Grid[0] * s.Grid[1] * s.Grid[2]}
+		regs := int(math.Ceil(float64(s.Resources.Regs) * t.RegFit))
+		k.Resident, k.Limit = resident(t, s.Resources.Threads, regs, s.Resources.LDSBytes)
+		slots := k.Resident * t.CUs
 		loads, stores := accesses(s.Func)
+		passes := rereads(s.Func)
 		for _, n := range slices.Sorted(mapKeys(loads, stores)) {
 			b := bytes[n]
 			if loads[n] && read[n] && b <= int64(t.L2Bytes/2) && !stores[n] {
 				b = 0 // the second read comes from L2
+			}
+			// A tensor read again by a later loop of the same kernel: from
+			// L2 if the programs running at once have read no more than
+			// half of it in between, else from memory again.
+			if p := passes[n]; p > 1 && k.Programs > 0 {
+				between := float64(bytes[n]) / float64(k.Programs) * float64(min(k.Programs, slots))
+				if between > float64(t.L2Bytes/2) {
+					b += int64(p-1) * bytes[n]
+				}
 			}
 			k.Bytes += b
 		}
@@ -121,9 +138,6 @@ func Predict(p *ops.Plan) Estimate {
 		if k.InFlight == 0 { // nothing streamed: its loads of what it has
 			k.InFlight, k.Instrs = hottest(s.Func, func(string) bool { return true })
 		}
-		regs := int(math.Ceil(float64(s.Resources.Regs) * t.RegFit))
-		k.Resident, k.Limit = resident(t, s.Resources.Threads, regs, s.Resources.LDSBytes)
-		slots := k.Resident * t.CUs
 		k.Waves = max(1, (k.Programs+slots-1)/slots)
 		// The programs at once: a full wave's, or all of one that is not.
 		active := float64(slots)
@@ -211,6 +225,39 @@ func accesses(f *ir.Func) (loads, stores map[string]bool) {
 		}
 	})
 	return loads, stores
+}
+
+// rereads is, for each tensor, how many of the kernel's outermost loops
+// load it (the fused kernels read their data twice).
+func rereads(f *ir.Func) map[string]int {
+	loops := map[string]map[*ir.Value]bool{}
+	f.Walk(func(v *ir.Value) {
+		if v.Op != ir.OpLoad {
+			return
+		}
+		b := base(v.Ptr())
+		if b == nil {
+			return
+		}
+		var outer *ir.Value
+		for p := v.Block.Parent; p != nil; p = p.Block.Parent {
+			if p.Op == ir.OpFor {
+				outer = p
+			}
+		}
+		if outer == nil {
+			return
+		}
+		if loops[b.ArgName()] == nil {
+			loops[b.ArgName()] = map[*ir.Value]bool{}
+		}
+		loops[b.ArgName()][outer] = true
+	})
+	out := map[string]int{}
+	for n, l := range loops {
+		out[n] = len(l)
+	}
+	return out
 }
 
 // base is the kernel argument a pointer value derives from.

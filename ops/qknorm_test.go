@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -401,4 +402,58 @@ func TestQKBackwardLoopTrips(t *testing.T) {
 	// gradients NaN, which would hide a lost trip.
 	in := Inputs(p.Call, 7, false)
 	check(t, p.Call, in, runInterp(t, p, in))
+}
+
+// Inputs past bigInput elements come from per-chunk streams: the same
+// seed gives the same bits, another seed others, and no two chunks of a
+// seed repeat one stream. Check's allowance runs in chunks past 2^20
+// elements: it counts every bad element and names the first.
+func TestBigInputsAndChunkedCheck(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	op := QKNormRopeBwd
+	big, err := op.NewCall(tg, Shape{"B": 1, "S": 40000, "HQ": 4, "HKV": 2, "D": 64}, nil) // qkv: 20480000 elements
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := Inputs(big, 1, false)["qkv"], Inputs(big, 1, false)["qkv"], Inputs(big, 2, false)["qkv"]
+	if a.Elems() <= bigInput {
+		t.Fatalf("%d elements: not past bigInput", a.Elems())
+	}
+	if !bytes.Equal(a.Data, b.Data) {
+		t.Error("one seed gave two different tensors")
+	}
+	if bytes.Equal(a.Data, c.Data) {
+		t.Error("two seeds gave one tensor")
+	}
+	// Seed 1's chunk 0 against seed 2's chunk 3 (one stream if the chunk
+	// were xored into the seed) and against its own chunk 1.
+	chunk := a.Elems() / refChunks * 2 // bytes of a chunk
+	if bytes.Equal(a.Data[:chunk], c.Data[3*chunk:4*chunk]) || bytes.Equal(a.Data[:chunk], a.Data[chunk:2*chunk]) {
+		t.Error("chunks repeat a stream")
+	}
+
+	p, err := op.NewPlan(tg, Shape{"B": 1, "S": 2048, "HQ": 4, "HKV": 2, "D": 64}, nil, nil) // d_qkv: 2^20 elements
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Inputs(p.Call, 3, false)
+	x := p.Call.Expect(in)
+	_, got := p.WithOutputs(in)
+	for n, w := range x.want {
+		copy(got[n].Data, w.Data)
+	}
+	if _, err := x.Check(got); err != nil {
+		t.Fatalf("the reference against itself: %v", err)
+	}
+	d := got["d_qkv"]
+	if d.Elems() < 1<<20 {
+		t.Fatalf("d_qkv has %d elements: Check would not chunk", d.Elems())
+	}
+	for _, i := range []int{d.Elems() - 5, 700001, 123457} {
+		d.SetBits(i, uint64(ir.F32ToBF16(float32(d.Float(i))*4+100)))
+	}
+	_, err = x.Check(got)
+	if err == nil || !strings.Contains(err.Error(), "3 of 1048576 elements differ") || !strings.Contains(err.Error(), "first, element 123457") {
+		t.Errorf("three bad elements in three chunks: %v", err)
+	}
 }
