@@ -6,12 +6,16 @@ import "github.com/fp8gen/fp8gen/ir"
 // the casts').
 
 // expertTile is the [BLOCK_K, BLOCK_N] tile of w[e] of program (pn, pk,
-// e): its rows (k), columns (n), offsets and mask, built afresh for each
-// access so that each takes the layout its access wants.
-func expertTile(b *ir.Builder, c *Call, k, n *ir.Value) (rows, cols, offs, mask *ir.Value) {
+// e) whose first row is k0 (nil: pk · BLOCK_K): its rows (k), columns
+// (n), offsets and mask, built afresh for each access so that each takes
+// the layout its access wants.
+func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, mask *ir.Value) {
 	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
 	ex := b.ProgramID(2)
-	rows = b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("rows")
+	if k0 == nil {
+		k0 = b.Mul(b.ProgramID(1), bk)
+	}
+	rows = b.Add(k0, b.Arange(bk)).Named("rows")
 	cols = b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
 	offs = b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
 	mask = b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
@@ -25,6 +29,19 @@ func expertTile(b *ir.Builder, c *Call, k, n *ir.Value) (rows, cols, offs, mask 
 // a program spent more on the tree, its barriers and the atomics than
 // on the 16 KB it read (the H200 ran it at 54% of its DRAM bandwidth,
 // its SMs 87% busy).
+// expertAmaxRows is the loop of the tiles of column block cols of w[ex]
+// from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
+func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
+	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
+	acc := b.For(start, k, step, []*ir.Value{b.Full(ir.F32, 0, bk, bn).Named("amax_rows")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
+		rows := b.Add(b.MultipleOf(k0, bk), b.Arange(bk)).Named("rows")
+		offs := b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
+		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, w, offs, mask)))}
+	})
+	return acc[0]
+}
+
 func expertAmaxKernel(b *ir.Builder, c *Call) {
 	w := b.Param("w", c.DType("w"))
 	amax := b.Param("amax", ir.F32)
@@ -33,13 +50,7 @@ func expertAmaxKernel(b *ir.Builder, c *Call) {
 	ex := b.ProgramID(2)
 	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
 	start := b.Mul(b.ProgramID(1), bk).Named("k_start")
-	acc := b.For(start, k, bk*c.Knob("SPLIT"), []*ir.Value{b.Full(ir.F32, 0, bk, bn).Named("amax_rows")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
-		rows := b.Add(b.MultipleOf(k0, bk), b.Arange(bk)).Named("rows")
-		offs := b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
-		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, w, offs, mask)))}
-	})
-	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
+	part := b.Reduce(expertAmaxRows(b, c, w, k, n, ex, cols, start, bk*c.Knob("SPLIT")), 0, ir.RMax).Named("amax_part")
 	cols = b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(b.ProgramID(2), n), cols)), part, b.Lt(cols, n), ir.Relaxed, ir.ScopeAgent)
@@ -61,18 +72,24 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
 	scols := b.Add(b.Mul(ex, n), cols).Named("scale_offs")
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, n), nil).Named("amax"), c)
-	_, _, offs, mask := expertTile(b, c, k, n)
+	expertCastTile(b, c, w, q, k, n, ex, nil, scale)
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, n), b.Eq(b.ProgramID(1), 0)))
+}
+
+// expertCastTile casts the tile of w[ex] from row k0 (expertTile's) by
+// the columns' scales and stores it to q, or transposed to qt (layout=nk).
+func expertCastTile(b *ir.Builder, c *Call, w, q, k, n, ex, k0, scale *ir.Value) {
+	_, _, offs, mask := expertTile(b, c, k, n, k0)
 	v := b.Cast(b.Mul(loadF32(b, w, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
 	if c.Opt("layout") == "kn" {
-		_, _, offs, mask := expertTile(b, c, k, n)
+		_, _, offs, mask := expertTile(b, c, k, n, k0)
 		b.Store(b.PtrAdd(q, offs), v, mask)
 	} else {
-		rows, cols, _, _ := expertTile(b, c, k, n)
+		rows, cols, _, _ := expertTile(b, c, k, n, k0)
 		offs := b.Add(b.Mul(b.Add(b.Mul(ex, n), b.Col(cols)), k), b.Row(rows)).Named("offs_t")
 		mask := b.And(b.Col(b.Lt(cols, n)), b.Row(b.Lt(rows, k))).Named("mask_t")
 		b.Store(b.PtrAdd(q, offs), b.Trans(v), mask) // [BLOCK_N, BLOCK_K], coalesced along K
 	}
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, n), b.Eq(b.ProgramID(1), 0)))
 }
 
 // expertFusedKernel is both kernels in one (FUSED=1): the program of
@@ -82,9 +99,8 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 // blocks).
 func expertFusedKernel(b *ir.Builder, c *Call) {
 	w := b.Param("w", c.DType("w"))
-	kn := c.Opt("layout") == "kn"
 	var q *ir.Value
-	if kn {
+	if c.Opt("layout") == "kn" {
 		q = b.Param("q", ir.FP8(c.Format))
 	} else {
 		q = b.Param("qt", ir.FP8(c.Format))
@@ -94,38 +110,16 @@ func expertFusedKernel(b *ir.Builder, c *Call) {
 	k, n := b.Size("K"), b.Size("N")
 	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
 	ex := b.ProgramID(2)
-	colsOf := func() *ir.Value { return b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols") }
-	tile := func(k0 *ir.Value) (rows, cols, offs, mask *ir.Value) {
-		rows = b.Add(b.MultipleOf(k0, bk), b.Arange(bk)).Named("rows")
-		cols = colsOf()
-		offs = b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
-		mask = b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
-		return rows, cols, offs, mask
-	}
-	acc := b.For(0, k, bk, []*ir.Value{b.Full(ir.F32, 0, bk, bn).Named("amax_rows")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
-		_, _, offs, mask := tile(k0)
-		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, w, offs, mask)))}
-	})
-	amax := b.Reduce(acc[0], 0, ir.RMax).Named("amax")
+	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
+	amax := b.Reduce(expertAmaxRows(b, c, w, k, n, ex, cols, b.Int(0), bk), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
-	scols := b.Add(b.Mul(ex, n), colsOf()).Named("scale_offs")
-	cmask := b.Lt(colsOf(), n)
-	b.Store(b.PtrAdd(amaxp, scols), amax, cmask) // as the two-pass kernels leave it
+	scols := b.Add(b.Mul(ex, n), cols).Named("scale_offs")
+	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, n)) // as the two-pass kernels leave it
 	b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
-		_, _, offs, mask := tile(k0)
-		v := b.Cast(b.Mul(loadF32(b, w, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
-		if kn {
-			_, _, offs, mask := tile(k0)
-			b.Store(b.PtrAdd(q, offs), v, mask)
-		} else {
-			rows, cols, _, _ := tile(k0)
-			offs := b.Add(b.Mul(b.Add(b.Mul(ex, n), b.Col(cols)), k), b.Row(rows)).Named("offs_t")
-			mask := b.And(b.Col(b.Lt(cols, n)), b.Row(b.Lt(rows, k))).Named("mask_t")
-			b.Store(b.PtrAdd(q, offs), b.Trans(v), mask) // [BLOCK_N, BLOCK_K], coalesced along K
-		}
+		expertCastTile(b, c, w, q, k, n, ex, b.MultipleOf(k0, bk), scale)
 		return nil
 	})
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cmask)
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, n))
 }
 
 // groupRows loads group g's bounds from offsets and clamps them into
@@ -169,6 +163,20 @@ func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 	return b.Add(b.Mul(b.ProgramID(0), bk), b.Arange(bk)).Named("cols")
 }
 
+// groupedAmaxRows is the loop of the program's tiles of its group's rows
+// [lo, hi) and column block into a [BLOCK_T, BLOCK_K] accumulator.
+func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value) *ir.Value {
+	cols := groupedCols(b, c)
+	acc := groupTiles(b, c, lo, hi, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
+		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			rows, rmask := groupedRows(b, c, t0, lo, hi)
+			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+			mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+		})
+	return acc[0]
+}
+
 func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	offsets := b.Param("offsets", ir.I32)
@@ -180,16 +188,8 @@ func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
 	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))), ir.Relaxed, ir.ScopeAgent)
+	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k), 0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
-	acc := groupTiles(b, c, lo, hi, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
-		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			rows, rmask := groupedRows(b, c, t0, lo, hi)
-			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-			mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
-		})
-	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
-	cols = groupedCols(b, c)
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
 }
@@ -206,6 +206,13 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
+	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale)
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(b.ProgramID(2), 0)))
+}
+
+// groupedCastRows casts the program's tiles of its group's rows [lo, hi)
+// and column block by the columns' scales and stores them transposed.
+func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value) {
 	groupTiles(b, c, lo, hi, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
 		rows, rmask := groupedRows(b, c, t0, lo, hi)
 		cols := groupedCols(b, c)
@@ -219,7 +226,6 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 		b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
 		return nil
 	})
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(b.ProgramID(2), 0)))
 }
 
 // groupedFusedKernel is both kernels in one (FUSED=1): the program of
@@ -239,31 +245,11 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	g := b.ProgramID(1)
 	lo, hi, bad := groupRows(b, offsets, t, ne)
 	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(b.ProgramID(0), 0)), ir.Relaxed, ir.ScopeAgent)
-	cols := groupedCols(b, c)
-	acc := groupTiles(b, c, lo, hi, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_rows")},
-		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			rows, rmask := groupedRows(b, c, t0, lo, hi)
-			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-			mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
-		})
-	amax := b.Reduce(acc[0], 0, ir.RMax).Named("amax")
+	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
-	scols := b.Add(b.Mul(g, k), groupedCols(b, c)).Named("scale_offs")
-	cmask := b.Lt(groupedCols(b, c), k)
-	b.Store(b.PtrAdd(amaxp, scols), amax, cmask) // as the two-pass kernels leave it
-	groupTiles(b, c, lo, hi, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
-		rows, rmask := groupedRows(b, c, t0, lo, hi)
-		cols := groupedCols(b, c)
-		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-		q := b.Cast(b.Mul(loadF32(b, x, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
-		rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
-		cols2 := groupedCols(b, c)
-		offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
-		maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
-		b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
-		return nil
-	})
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cmask)
+	cols := groupedCols(b, c)
+	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
+	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
+	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale)
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
 }
