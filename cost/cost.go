@@ -57,6 +57,7 @@ package cost
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -115,7 +116,9 @@ func Predict(p *ops.Plan) Estimate {
 		slots := k.Resident * t.CUs
 		loads, stores := accesses(s.Func)
 		passes := rereads(s.Func)
-		for _, n := range slices.Sorted(mapKeys(loads, stores)) {
+		touched := maps.Clone(loads)
+		maps.Copy(touched, stores)
+		for _, n := range slices.Sorted(maps.Keys(touched)) {
 			b := bytes[n]
 			if loads[n] && read[n] && b <= int64(t.L2Bytes/2) && !stores[n] {
 				b = 0 // the second read comes from L2
@@ -322,22 +325,4 @@ func opCost(v *ir.Value) int {
 		return max(1, (regs*max(1, d.Bytes())+15)/16)
 	}
 	return regs
-}
-
-func mapKeys(a, b map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range a {
-			if !yield(k) {
-				return
-			}
-		}
-		for k := range b {
-			if a[k] {
-				continue
-			}
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

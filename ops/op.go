@@ -243,9 +243,7 @@ func (op *Op) TestSchedules(tg *target.Target) ([]schedule.Params, error) {
 			return nil, err
 		}
 		for _, p := range pts {
-			if !slices.ContainsFunc(out, func(q schedule.Params) bool { return maps.Equal(p, q) }) {
-				out = append(out, p)
-			}
+			out = appendPoint(out, p)
 		}
 	}
 	return append(out, op.Tests.Schedules...), nil
@@ -710,11 +708,17 @@ func (c *Call) Space() ([]schedule.Params, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(out, func(q schedule.Params) bool { return maps.Equal(p, q) }) {
-			out = append(out, p)
-		}
+		out = appendPoint(out, p)
 	}
 	return out, nil
+}
+
+// appendPoint appends p to ps unless ps holds it already.
+func appendPoint(ps []schedule.Params, p schedule.Params) []schedule.Params {
+	if slices.ContainsFunc(ps, func(q schedule.Params) bool { return maps.Equal(p, q) }) {
+		return ps
+	}
+	return append(ps, p)
 }
 
 // CheckSchedule holds a point to the knobs' domains and the op's

@@ -120,9 +120,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			rejected = append(rejected, fmt.Sprintf("  %v: %s", s, strings.ReplaceAll(err.Error(), "\n", " ")))
 			continue
 		}
-		if !containsPlan(plans, p) {
-			plans = append(plans, p)
-		}
+		plans = append(plans, p) // distinct: Space's points are
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s at %s on %s: %d feasible candidates, %d rejected\n", op.Name, tune.ShapeText(op, sh), tg.Name, len(plans), len(rejected))
@@ -219,16 +217,6 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	fmt.Fprintf(&sb, "kept %v for class %s in %s\n", w.p.Schedule, key.Class, path)
 	_, err = io.WriteString(stdout, sb.String())
 	return err
-}
-
-// containsPlan: candidates that evaluate to one point are timed once.
-func containsPlan(ps []*ops.Plan, p *ops.Plan) bool {
-	for _, q := range ps {
-		if q.Schedule.String() == p.Schedule.String() {
-			return true
-		}
-	}
-	return false
 }
 
 // resourcesText describes a plan's kernels: the estimated registers, and
