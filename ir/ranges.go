@@ -175,8 +175,9 @@ func (f *Func) IndexOverflow(grid [3]int, sizes map[string]int64) *Value {
 		case OpReduce:
 			if k := v.Reduction().Kind; k == RMax || k == RMin {
 				s = a(0)
-			} else {
-				s = fullOf(d)
+			} else { // a sum of n terms
+				n := int64(v.Args[0].Type.Shape[v.Reduction().Axis])
+				s = span{satMul(a(0).lo, n), satMul(a(0).hi, n)}
 			}
 		case OpFor:
 			return

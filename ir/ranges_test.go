@@ -42,6 +42,20 @@ func TestIndexOverflow(t *testing.T) {
 			b.Store(b.PtrAdd(x, b.Add(b.Mul(row, k), b.Arange(64))), b.Full(ir.F32, 0, 64), nil)
 		}
 	}
+	// A count (a sum of 0s and 1s) is at most the number of its terms; a
+	// sum of loaded values is not known.
+	count := func(ones bool) func(b *ir.Builder) {
+		return func(b *ir.Builder) {
+			x, o := b.Param("x", ir.F32), b.Param("o", ir.I32)
+			k := b.Size("K")
+			v := b.Index(b.Load(b.PtrAdd(o, b.Arange(64)), nil, nil))
+			if ones {
+				v = b.Where(b.Gt(v, 0), b.Int(1), b.Int(0))
+			}
+			n := b.Reduce(v, 0, ir.RSum)
+			b.Store(b.PtrAdd(x, b.Add(b.Mul(n, k), b.Arange(64))), b.Full(ir.F32, 0, 64), nil)
+		}
+	}
 	for _, c := range []struct {
 		name  string
 		build func(*ir.Builder)
@@ -56,6 +70,9 @@ func TestIndexOverflow(t *testing.T) {
 		{"loop counter past 2^31", loop, [3]int{4, 1, 1}, map[string]int64{"N": math.MaxInt32 - 100}, true},
 		{"loaded row", loaded(false), [3]int{4, 1, 1}, map[string]int64{"K": 64}, true},
 		{"clamped loaded row", loaded(true), [3]int{4, 1, 1}, map[string]int64{"K": 64}, false},
+		{"count", count(true), [3]int{4, 1, 1}, map[string]int64{"K": 1 << 20}, false},
+		{"count past 2^31", count(true), [3]int{4, 1, 1}, map[string]int64{"K": 1 << 25}, true},
+		{"sum of loaded values", count(false), [3]int{4, 1, 1}, map[string]int64{"K": 64}, true},
 	} {
 		b := ir.NewBuilder("k", tg)
 		c.build(b)
