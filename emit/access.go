@@ -307,7 +307,7 @@ func lds(d string, addr string) string {
 
 func (e *emitter) ldsStore(v *ir.Value) {
 	x, addr, m := v.Data(), v.Addr(), v.Mask()
-	vec := max(v.Mem().Vec, 1)
+	vec, stride := max(v.Mem().Vec, 1), v.Mem().RegStride()
 	d := x.Type.DType
 	if vec == 1 {
 		e.each(x.Type.Regs, func(r string) string {
@@ -316,15 +316,15 @@ func (e *emitter) ldsStore(v *ir.Value) {
 		return
 	}
 	vb := vec * d.Bytes()
-	e.vectors(x.Type.Regs, vec, func(r string) {
-		val := pack(d, vb, func(j int) string { return e.top(x, reg(r, j)) })
+	e.stridedVectors(x.Type.Regs, vec, stride, func(r string) {
+		val := pack(d, vb, func(j int) string { return e.top(x, reg(r, j*stride)) })
 		e.line("%s%s = %s;", e.guard(m, r), lds(vecType(vb), e.val(addr, r, precAdd+1)), val)
 	})
 }
 
 func (e *emitter) ldsLoad(v *ir.Value) {
 	addr := v.Addr()
-	vec := max(v.Mem().Vec, 1)
+	vec, stride := max(v.Mem().Vec, 1), v.Mem().RegStride()
 	d := v.Type.DType
 	e.decl(v, "")
 	if vec == 1 {
@@ -334,14 +334,42 @@ func (e *emitter) ldsLoad(v *ir.Value) {
 		return
 	}
 	vb := vec * d.Bytes()
-	e.vectors(v.Type.Regs, vec, func(r string) {
+	e.stridedVectors(v.Type.Regs, vec, stride, func(r string) {
 		e.line("{")
 		e.line("  const %s w = %s;", vecType(vb), lds("const "+vecType(vb), e.val(addr, r, precAdd+1)))
 		for j := 0; j < vec; j++ {
-			e.line("  %s = %s;", e.dst(v, reg(r, j)), unpack(d, vb, j))
+			e.line("  %s = %s;", e.dst(v, reg(r, j*stride)), unpack(d, vb, j))
 		}
 		e.line("}")
 	})
+}
+
+// stridedVectors is vectors for vectors of registers stride apart: the
+// first registers are those r with (r / stride) % vec == 0.
+func (e *emitter) stridedVectors(n, vec, stride int, body func(r string)) {
+	if stride <= 1 {
+		e.vectors(n, vec, body)
+		return
+	}
+	outer := n > vec*stride
+	if outer {
+		e.line("#pragma unroll")
+		e.line("for (int r0 = 0; r0 < %d; r0 += %d)", n, vec*stride)
+		e.ind += "  "
+	}
+	e.line("#pragma unroll")
+	if outer {
+		e.line("for (int r = r0; r < r0 + %d; ++r) {", stride)
+	} else {
+		e.line("for (int r = 0; r < %d; ++r) {", stride)
+	}
+	e.ind += "  "
+	body("r")
+	e.ind = e.ind[2:]
+	e.line("}")
+	if outer {
+		e.ind = e.ind[2:]
+	}
 }
 
 // ldsReduce folds the partials of the waves, in wave order.
@@ -363,6 +391,12 @@ func (e *emitter) reduceRegs(v *ir.Value) {
 	x := v.Args[0]
 	d := v.Type.DType
 	e.decl(v, "")
+	// The sum's terms sit right of a +: a ternary or a comparison among
+	// them needs its parentheses.
+	prec := 0
+	if a.Kind == ir.RSum {
+		prec = precAdd + 1
+	}
 	src := func(j, k string) string {
 		base := ""
 		switch {
@@ -380,7 +414,7 @@ func (e *emitter) reduceRegs(v *ir.Value) {
 		case a.Stride > 1:
 			k = fmt.Sprintf("%s * %d", k, a.Stride)
 		}
-		return e.top(x, base+k)
+		return e.val(x, base+k, prec)
 	}
 	e.each(v.Type.Regs, func(j string) string {
 		acc := e.dst(v, j)

@@ -499,16 +499,21 @@ func writeBits(mem []byte, x uint64) {
 // the GPU needs of a vector: addresses consecutive, the first aligned to
 // the whole vector, and a claimed-uniform mask indeed uniform.
 func vectorCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, size int, uniform bool) (whole bool, err error) {
+	return stridedCheck(v, addr, mask, r0, vec, 1, size, uniform)
+}
+
+// stridedCheck is vectorCheck for a vector of registers stride apart.
+func stridedCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, stride, size int, uniform bool) (whole bool, err error) {
 	if vec <= 1 {
 		return mask(r0), nil
 	}
 	whole = true
 	for j := range vec {
-		whole = whole && mask(r0+j)
+		whole = whole && mask(r0+j*stride)
 	}
 	if uniform {
 		for j := 1; j < vec; j++ {
-			if mask(r0+j) != mask(r0) {
+			if mask(r0+j*stride) != mask(r0) {
 				return false, fmt.Errorf("%s: the mask of a %d-element vector is claimed uniform, but element %d differs from element 0 (register %d)", where(v), vec, j, r0)
 			}
 		}
@@ -519,8 +524,8 @@ func vectorCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0,
 	}
 	a0 := addr(r0)
 	for j := 1; j < vec; j++ {
-		if addr(r0+j) != a0+int64(j*size) {
-			return false, fmt.Errorf("%s: a %d-element vector is not contiguous: element %d at byte %d, element 0 at %d", where(v), vec, j, addr(r0+j), a0)
+		if addr(r0+j*stride) != a0+int64(j*size) {
+			return false, fmt.Errorf("%s: a %d-element vector is not contiguous: element %d at byte %d, element 0 at %d", where(v), vec, j, addr(r0+j*stride), a0)
 		}
 	}
 	if a0%int64(vec*size) != 0 {
@@ -638,9 +643,30 @@ func (b *block) atomicOp(v *ir.Value) error {
 
 func isNaN(x uint64) bool { f := math.Float32frombits(uint32(x)); return f != f }
 
-func (b *block) ldsVector(v *ir.Value, addr operand, mask *operand, t, r0, vec, size int) (bool, error) {
+func (b *block) ldsVector(v *ir.Value, addr operand, mask *operand, t, r0, size int) (bool, error) {
 	m := func(r int) bool { return mask == nil || mask.at(t, r) != 0 }
-	return vectorCheck(v, func(r int) int64 { return int64(int32(addr.at(t, r))) }, m, r0, vec, size, mask != nil)
+	a := v.Mem()
+	return stridedCheck(v, func(r int) int64 { return int64(int32(addr.at(t, r))) }, m, r0, max(a.Vec, 1), a.RegStride(), size, mask != nil)
+}
+
+// ldsVectors calls body with each vector's first register and its
+// registers, as the access's MemAttr groups them.
+func ldsVectors(v *ir.Value, regs int, body func(r0 int, rs []int) error) error {
+	a := v.Mem()
+	vec, stride := max(a.Vec, 1), a.RegStride()
+	rs := make([]int, vec)
+	for r0 := 0; r0 < regs; r0++ {
+		if !a.VectorStart(r0) {
+			continue
+		}
+		for j := range rs {
+			rs[j] = r0 + j*stride
+		}
+		if err := body(r0, rs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *block) ldsStore(v *ir.Value) error {
@@ -648,21 +674,21 @@ func (b *block) ldsStore(v *ir.Value) error {
 	addr, data, mask := b.op(v.Addr()), b.op(x), b.op(v.Mask())
 	regs := max(x.Type.Regs, 1)
 	size := x.Type.DType.Bytes()
-	vec := max(v.Mem().Vec, 1)
 	for t := range b.n {
-		for r0 := 0; r0 < regs; r0 += vec {
-			whole, err := b.ldsVector(v, addr, &mask, t, r0, vec, size)
-			if err != nil {
+		err := ldsVectors(v, regs, func(r0 int, rs []int) error {
+			whole, err := b.ldsVector(v, addr, &mask, t, r0, size)
+			if err != nil || !whole {
 				return err
 			}
-			if !whole {
-				continue
-			}
-			for r := r0; r < r0+vec; r++ {
+			for _, r := range rs {
 				if err := b.ldsWrite(v, t, int(int32(addr.at(t, r))), size, data.at(t, r)); err != nil {
 					return err
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -673,19 +699,22 @@ func (b *block) ldsLoad(v *ir.Value) error {
 	out := b.file(v)
 	regs := max(v.Type.Regs, 1)
 	size := v.Type.DType.Bytes()
-	vec := max(v.Mem().Vec, 1)
 	for t := range b.n {
-		for r0 := 0; r0 < regs; r0 += vec {
-			if _, err := b.ldsVector(v, addr, nil, t, r0, vec, size); err != nil {
+		err := ldsVectors(v, regs, func(r0 int, rs []int) error {
+			if _, err := b.ldsVector(v, addr, nil, t, r0, size); err != nil {
 				return err
 			}
-			for r := r0; r < r0+vec; r++ {
+			for _, r := range rs {
 				x, err := b.ldsRead(v, t, int(int32(addr.at(t, r))), size)
 				if err != nil {
 					return err
 				}
 				out[min(t*regs+r, len(out)-1)] = x
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -38,12 +38,21 @@ type RotateAttr struct{ Axis, Shift int }
 // the interpreter checks it.
 type AssumeAttr struct{ Div, Contig int }
 
-// MemAttr is how a memory access moves: Vec consecutive registers of a lane
-// as one vector, and, with Uniform, one mask bit standing for the vector.
+// MemAttr is how a memory access moves: Vec registers of a lane as one
+// vector, Stride apart (0 or 1: consecutive; an LDS access of a lane's
+// elements along a tile's second axis, where its registers run along the
+// first), and, with Uniform, one mask bit standing for the vector.
 type MemAttr struct {
 	Vec     int
+	Stride  int
 	Uniform bool
 }
+
+// RegStride is the register distance between a vector's elements.
+func (a *MemAttr) RegStride() int { return max(a.Stride, 1) }
+
+// VectorStart reports whether register r begins a vector.
+func (a *MemAttr) VectorStart(r int) bool { return (r/a.RegStride())%max(a.Vec, 1) == 0 }
 
 // AtomicAttr is a read-modify-write: its combining function, memory order
 // and scope.
@@ -119,10 +128,14 @@ func (a *MemAttr) attrString() string {
 	if a.Vec <= 1 {
 		return ""
 	}
-	if a.Uniform {
-		return fmt.Sprintf("vec=%d uniform", a.Vec)
+	s := fmt.Sprintf("vec=%d", a.Vec)
+	if a.Stride > 1 {
+		s += fmt.Sprintf(" stride=%d", a.Stride)
 	}
-	return fmt.Sprintf("vec=%d", a.Vec)
+	if a.Uniform {
+		s += " uniform"
+	}
+	return s
 }
 
 func (a ConstsAttr) attrString() string { return fmt.Sprint(a.C) }

@@ -24,7 +24,7 @@ func TestAnchorOwnsEveryElementOnce(t *testing.T) {
 				for _, eb := range []int{1, 2, 4} {
 					for _, sh := range shapes {
 						for contig := range sh {
-							l := anchor(sh, contig, eb, wave, warps, lanes)
+							l := anchor(sh, contig, eb, wave, warps, lanes, 1)
 							where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d: %v", wave, warps, lanes, eb, sh, contig, l)
 							if l.WaveSize() != wave || l.Waves() != warps {
 								t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())

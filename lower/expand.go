@@ -451,7 +451,7 @@ func (e *expander) atomic(v *ir.Value, args []*ir.Value) *ir.Value {
 	size := t.DType.Elem().Bytes()
 	if t.Rank() == 0 {
 		addr := e.i32(0)
-		e.ldsWrite(addr, old, w, 1)
+		e.ldsWrite(addr, old, w, &ir.MemAttr{Vec: 1})
 		e.lds = max(e.lds, size)
 		ld := e.emit(ir.OpLDSLoad, ir.Lanes(old.Type.DType, old.Type.Regs), &ir.MemAttr{Vec: 1}, addr)
 		e.emit(ir.OpBarrier, ir.Type{}, nil)
@@ -472,17 +472,24 @@ func pitchOf(t ir.Type) int {
 	return p
 }
 
-// ldsVec is how many consecutive elements a lane can move to or from LDS at
-// once: those it holds along the last axis, which is contiguous in the
-// buffer, up to one word (the row pitch keeps rows word-aligned, not more).
-func ldsVec(t ir.Type) int {
+// ldsVec is how a lane moves its elements to or from LDS: as many
+// consecutive ones at once as it holds along the last axis, which is
+// contiguous in the buffer, up to one word (the row pitch keeps rows
+// word-aligned, not more), and their registers' distance (1 unless the
+// lane's registers run along another axis first: a transposed tile).
+func ldsVec(t ir.Type) *ir.MemAttr {
 	l := t.Layout
 	last := t.Rank() - 1
-	if last < 0 || l.Order[0] != l.BaseDim(last) {
-		return 1
+	if last < 0 {
+		return &ir.MemAttr{Vec: 1}
 	}
-	_, spt, _, _, _ := l.Geometry(t.Shape)
-	return max(1, min(spt[l.BaseDim(last)], 4/t.DType.Bytes(), t.Shape[last]))
+	d := l.BaseDim(last)
+	_, spt, _, _, stride := l.Geometry(t.Shape)
+	vec := max(1, min(spt[d], 4/t.DType.Bytes(), t.Shape[last]))
+	if vec == 1 {
+		return &ir.MemAttr{Vec: 1}
+	}
+	return &ir.MemAttr{Vec: vec, Stride: stride[d]}
 }
 
 // roundTrip moves x, of tile type from, through LDS into tile type to: the
@@ -497,7 +504,7 @@ func (e *expander) roundTrip(from, to ir.Type, x *ir.Value, index func(ir.Type) 
 	e.lds = max(e.lds, rows*pitch*size)
 	e.ldsWrite(e.thread(func() *ir.Value { return e.bytes(index(from), size) }), x, e.owner(from), ldsVec(from))
 	addr := e.thread(func() *ir.Value { return e.bytes(index(to), size) })
-	ld := e.emit(ir.OpLDSLoad, ir.Lanes(to.DType, nregs(to)), &ir.MemAttr{Vec: ldsVec(to)}, addr)
+	ld := e.emit(ir.OpLDSLoad, ir.Lanes(to.DType, nregs(to)), ldsVec(to), addr)
 	e.emit(ir.OpBarrier, ir.Type{}, nil)
 	return ld
 }
@@ -505,11 +512,11 @@ func (e *expander) roundTrip(from, to ir.Type, x *ir.Value, index func(ir.Type) 
 // ldsWrite writes x to LDS at addr where mask (nil: everywhere), then a
 // barrier. A vector store's mask is the same over each vector: lowering
 // writes owner predicates that are (the interpreter checks it).
-func (e *expander) ldsWrite(addr, x, mask *ir.Value, vec int) {
+func (e *expander) ldsWrite(addr, x, mask *ir.Value, m *ir.MemAttr) {
 	if mask == nil {
 		mask = e.c(ir.Bool, 1)
 	}
-	e.emit(ir.OpLDSStore, ir.Type{}, &ir.MemAttr{Vec: vec}, addr, x, mask)
+	e.emit(ir.OpLDSStore, ir.Type{}, m, addr, x, mask)
 	e.emit(ir.OpBarrier, ir.Type{}, nil)
 }
 
@@ -560,7 +567,7 @@ func (e *expander) reduce(v, x *ir.Value) *ir.Value {
 	elem := e.linear(rt, pitch)
 	slot := e.thread(func() *ir.Value { return e.bytes(e.bin(ir.OpAdd, e.bin(ir.OpMul, wave, e.i32(n)), elem), size) })
 	e.lds = max(e.lds, l.WPB[d]*n*size)
-	e.ldsWrite(slot, x, writer, 1)
+	e.ldsWrite(slot, x, writer, &ir.MemAttr{Vec: 1})
 	read := e.thread(func() *ir.Value { return e.bytes(elem, size) })
 	out := e.emit(ir.OpLDSReduce, ir.Lanes(dt, x.Type.Regs), ir.LDSFoldAttr{Kind: r.Kind, Count: l.WPB[d], Stride: n * size}, read)
 	e.emit(ir.OpBarrier, ir.Type{}, nil)
@@ -682,7 +689,7 @@ func (e *expander) rotate(v, x *ir.Value) *ir.Value {
 	e.lds = max(e.lds, rows*pitch*size)
 	from := e.thread(func() *ir.Value { return e.bytes(index(false)(t), size) })
 	to := e.thread(func() *ir.Value { return e.bytes(index(true)(t), size) })
-	e.ldsWrite(from, x, e.owner(t), 1)
+	e.ldsWrite(from, x, e.owner(t), &ir.MemAttr{Vec: 1})
 	ld := e.emit(ir.OpLDSLoad, ir.Lanes(t.DType, n), &ir.MemAttr{Vec: 1}, to)
 	e.emit(ir.OpBarrier, ir.Type{}, nil)
 	return ld

@@ -11,14 +11,18 @@ import (
 // contiguous axis, a wave's lanes run along that axis first, and waves are
 // spread over the other axis first, so that a wave touches whole rows of
 // consecutive bytes. lanes > 0 caps the lanes along the contiguous axis.
-func anchor(shape []int, contig, elemBytes, wave, warps, lanes int) *ir.Layout {
+// rows > 1 gives each lane that many consecutive elements along the other
+// axis of a 2-D tile (fewer where the waves would no longer all spread
+// along it): a tile that is transposed then moves to LDS in words of rows
+// elements instead of one element at a time.
+func anchor(shape []int, contig, elemBytes, wave, warps, lanes, rows int) *ir.Layout {
 	r := len(shape)
 	if r == 1 {
 		spt := min(max(16/elemBytes, 1), shape[0])
 		if lanes > 0 && lanes < min(wave, shape[0]/spt) {
 			// A row of the [rows, n] tiles it is broadcast into: those
 			// lanes and registers, every wave and lane row alike.
-			return anchor([]int{warps * wave / lanes, shape[0]}, 1, elemBytes, wave, warps, lanes).Slice(0)
+			return anchor([]int{warps * wave / lanes, shape[0]}, 1, elemBytes, wave, warps, lanes, 1).Slice(0)
 		}
 		return ir.Blocked([]int{spt}, []int{wave}, []int{warps}, []int{0})
 	}
@@ -31,10 +35,42 @@ func anchor(shape []int, contig, elemBytes, wave, warps, lanes int) *ir.Layout {
 		tpw[contig] = min(tpw[contig], lanes)
 	}
 	tpw[o] = wave / tpw[contig]
+	for ; rows > 1; rows /= 2 {
+		if shape[o] >= rows*tpw[o]*warps {
+			spt[o] = rows
+			break
+		}
+	}
 	rest := max(shape[o]/(spt[o]*tpw[o]), 1)
 	wpb[o] = min(warps, rest)
 	wpb[contig] = warps / wpb[o]
 	return ir.Blocked(spt, tpw, wpb, []int{contig, o})
+}
+
+// transposedRows finds the 2-D loads whose data reaches a trans through
+// elementwise ops alone, and gives their pointers the rows a lane should
+// hold: a word of the transposed element (4 for fp8).
+func transposedRows(f *ir.Func) map[*ir.Value]int {
+	rows := map[*ir.Value]int{}
+	var back func(v *ir.Value, n int)
+	back = func(v *ir.Value, n int) {
+		switch {
+		case v.Op == ir.OpLoad && v.Type.Rank() == 2:
+			rows[v.Ptr()] = max(rows[v.Ptr()], n)
+		case v.Op.IsElementwise() && v.Type.Rank() == 2:
+			for _, a := range v.Args {
+				if a.Type.Rank() == 2 {
+					back(a, n)
+				}
+			}
+		}
+	}
+	f.Walk(func(v *ir.Value) {
+		if v.Op == ir.OpTrans {
+			back(v.Args[0], max(4/max(v.Type.DType.Bytes(), 1), 1))
+		}
+	})
+	return rows
 }
 
 func isAccess(v *ir.Value) bool {
@@ -69,12 +105,13 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			}
 		}
 	})
+	rows := transposedRows(f)
 	anchorOf := func(p *ir.Value, elem ir.DType) *ir.Layout {
 		b := max(elem.Bytes(), 1)
 		if n, ok := narrowest[key(p)]; ok && n < b && b <= 2*n {
 			b = n
 		}
-		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps, cfg.Lanes)
+		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps, cfg.Lanes, max(rows[p], 1))
 	}
 	set := func(v *ir.Value, l *ir.Layout) bool {
 		if v.Type.Rank() == 0 || v.Type.Layout != nil || l == nil {
@@ -131,7 +168,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			for _, v := range all {
 				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op.HasResult() && !derived(v) {
 					contig := v.Type.Rank() - 1
-					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes)) || changed
+					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes, 1)) || changed
 					break
 				}
 			}

@@ -103,12 +103,24 @@ func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
 	return loadF32(b, x, offs, mask)
 }
 
+// colAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column
+// block pk down M, from its ps-th, into a register accumulator, then one
+// tree and one atomic a column (as the expert amax: one tile a program
+// spent more on the tree and the atomics than on the bytes it read).
 func colAmaxKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	amax := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	cols := b.Add(b.Mul(b.ProgramID(1), c.Knob("BLOCK_K")), b.Arange(c.Knob("BLOCK_K"))).Named("cols")
-	part := b.Reduce(b.Abs(colTile(b, c, x, m, k)), 0, ir.RMax).Named("amax_part")
+	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
+	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
+	acc := b.For(start, m, bm*c.Knob("SPLIT"), []*ir.Value{b.Full(ir.F32, 0, bm, bk).Named("amax_rows")}, func(m0 *ir.Value, acc []*ir.Value) []*ir.Value {
+		rows := b.Add(b.MultipleOf(m0, bm), b.Arange(bm)).Named("rows")
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
+		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+	})
+	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
 }

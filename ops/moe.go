@@ -30,7 +30,9 @@ import (
 // its tiles), then the cast, which reads x again. A schedule may instead
 // take one launch (FUSED=1), whose program reads its group's column block
 // or its expert's column strip twice, the second time from L2 where the
-// blocks of the programs running at once fit there.
+// blocks of the programs running at once fit there. The grouped op's
+// programs may also take equal ranges of rows instead of groups
+// (BY_ROWS=1), so that a long group makes no tail.
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
@@ -194,21 +196,27 @@ var GroupedColwise = register(&Op{
 			Doc: "0, or E - g for the first group g whose offsets are bad", Status: groupStatus},
 	},
 	Kernels: []*Kernel{
-		{Name: "grouped_amax", Build: groupedAmaxKernel, Grid: groupedGrid, When: e("FUSED == 0")},
-		{Name: "grouped_cast", Build: groupedCastKernel, Grid: groupedGrid, When: e("FUSED == 0")},
+		{Name: "grouped_amax", Build: groupedAmaxKernel, Grid: groupedGrid, When: e("FUSED == 0 && BY_ROWS == 0")},
+		{Name: "grouped_cast", Build: groupedCastKernel, Grid: groupedGrid, When: e("FUSED == 0 && BY_ROWS == 0")},
+		{Name: "grouped_amax_rows", Build: groupedAmaxByRowsKernel, Grid: byRowsGrid, When: e("BY_ROWS == 1")},
+		{Name: "grouped_cast_rows", Build: groupedCastByRowsKernel, Grid: byRowsGrid, When: e("BY_ROWS == 1")},
 		{Name: "grouped_fused", Build: groupedFusedKernel, Grid: groupedGrid, When: e("FUSED == 1")},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_T", Doc: "rows (tokens) of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
-		{Name: "SPLIT", Doc: "programs per group and column block, each taking every SPLIT-th tile of the group's rows", Domain: schedule.Pow2("1", "1024")},
+		{Name: "SPLIT", Doc: "programs per group and column block, each taking every SPLIT-th tile of the group's rows (BY_ROWS=1: ranges of rows per column block)", Domain: schedule.Pow2("1", "1024")},
 		{Name: "FUSED", Doc: "1: one kernel, whose program reads its group's column block twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
+		{Name: "BY_ROWS", Doc: "1: the two kernels' programs take SPLIT equal ranges of rows whatever the groups, each group of its range in turn; 0: SPLIT programs a group", Domain: schedule.Bool()},
+		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_T * BLOCK_K"),
 		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes a group's column block in one program: SPLIT must be 1"},
 		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups) holds at most 65535 programs"},
+		{Cond: e("BY_ROWS == 0 || FUSED == 0"), Why: "the by-rows kernels are two (FUSED=0)"},
+		{Cond: e("BY_ROWS == 0 || BLOCK_E >= E"), Why: "a by-rows program reads every group's offsets at once: BLOCK_E must be at least E"},
 	},
 	Candidates: groupedCandidates(),
 	Ceiling:    e("2 * T * K <= L2 / 2 ? 100 : 60"),
@@ -223,11 +231,14 @@ var GroupedColwise = register(&Op{
 		GPU:     []Shape{{"T": 4096, "K": 2048, "E": 16}, {"T": 3000, "K": 777, "E": 7}, {"T": 20000, "K": 64, "E": 3}},
 		Options: []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
 		Odd:     Shape{"T": 200, "K": 72, "E": 5},
-		Wide:    Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
+		// By rows: ranges of 64 rows that cut groups, the last one short.
+		Schedules: []schedule.Params{{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}},
+		Wide:      Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1}},
+		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -285,6 +296,9 @@ var GroupedColwise = register(&Op{
 // groupedGrid: column blocks × groups × programs per group.
 var groupedGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("E"), e("SPLIT")}
 
+// byRowsGrid: column blocks × 1 × ranges of rows.
+var byRowsGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("1"), e("SPLIT")}
+
 // groupedCandidates: the colwise tiles, with enough programs per group to
 // fill the GPU about 16 blocks a CU over when the groups are few, but not
 // more than an average group has tiles; then the first tile with a
@@ -295,12 +309,17 @@ func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	two := Assign{"FUSED", e("0")}
-	out := columnTiles("BLOCK_T", "BLOCK_K", split("16"), two)
-	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", split("4"), two)[0])
+	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}}
+	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)
+	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("4")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
 	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}})
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}})
+	}
+	// By rows: about 16 blocks a CU of equal ranges of rows.
+	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(16 * CUS, cdiv(K, BLOCK_K)))))")}
+	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")})[:2] {
+		out = append(out, c)
 	}
 	return out
 }

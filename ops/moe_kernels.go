@@ -80,7 +80,13 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 // the columns' scales and stores it to q, or transposed to qt (layout=nk).
 func expertCastTile(b *ir.Builder, c *Call, w, q, k, n, ex, k0, scale *ir.Value) {
 	_, _, offs, mask := expertTile(b, c, k, n, k0)
-	v := b.Cast(b.Mul(loadF32(b, w, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	expertStoreTile(b, c, q, k, n, ex, k0, b.Mul(loadF32(b, w, offs, mask), b.Row(scale)))
+}
+
+// expertStoreTile stores the scaled tile x (expertTile's from row k0) as
+// fp8 to q, or transposed to qt (layout=nk).
+func expertStoreTile(b *ir.Builder, c *Call, q, k, n, ex, k0, x *ir.Value) {
+	v := b.Cast(x, ir.FP8(c.Format)).Named("q")
 	if c.Opt("layout") == "kn" {
 		_, _, offs, mask := expertTile(b, c, k, n, k0)
 		b.Store(b.PtrAdd(q, offs), v, mask)
@@ -127,7 +133,11 @@ func expertFusedKernel(b *ir.Builder, c *Call) {
 // memory outside its tensors; bad reports whether they needed it (or the
 // last group does not end at T).
 func groupRows(b *ir.Builder, offsets, t, ne *ir.Value) (lo, hi, bad *ir.Value) {
-	g := b.ProgramID(1)
+	return groupRowsOf(b, offsets, t, ne, b.ProgramID(1))
+}
+
+// groupRowsOf is groupRows for group g.
+func groupRowsOf(b *ir.Builder, offsets, t, ne, g *ir.Value) (lo, hi, bad *ir.Value) {
 	first := b.Eq(g, 0)
 	prev := b.Where(first, b.Int(0), b.Sub(g, 1)) // no address before offsets, even masked
 	loRaw := b.Index(b.Load(b.PtrAdd(offsets, prev), b.Gt(g, 0), 0)).Named("lo_raw")
@@ -142,10 +152,16 @@ func groupRows(b *ir.Builder, offsets, t, ne *ir.Value) (lo, hi, bad *ir.Value) 
 // tiles aligned to BLOCK_T (so that stores along T start on vector
 // boundaries), every SPLIT-th from the program's own. body gets each
 // tile's first row.
-func groupTiles(b *ir.Builder, c *Call, lo, hi *ir.Value, inits []*ir.Value, body func(t0 *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+// With byRows the program takes every tile of [lo, hi).
+func groupTiles(b *ir.Builder, c *Call, lo, hi *ir.Value, byRows bool, inits []*ir.Value, body func(t0 *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	bt, split := c.Knob("BLOCK_T"), c.Knob("SPLIT")
-	start := b.Add(b.Mul(b.Div(lo, bt), bt), b.Mul(b.ProgramID(2), bt)).Named("t_start")
-	return b.For(start, hi, bt*split, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
+	start := b.Mul(b.Div(lo, bt), bt)
+	if byRows {
+		split = 1
+	} else {
+		start = b.Add(start, b.Mul(b.ProgramID(2), bt))
+	}
+	return b.For(start.Named("t_start"), hi, bt*split, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
 		return body(b.MultipleOf(t0, bt), carried)
 	})
 }
@@ -165,9 +181,9 @@ func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
 // [lo, hi) and column block into a [BLOCK_T, BLOCK_K] accumulator.
-func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value) *ir.Value {
+func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool) *ir.Value {
 	cols := groupedCols(b, c)
-	acc := groupTiles(b, c, lo, hi, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
+	acc := groupTiles(b, c, lo, hi, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
 		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
 			rows, rmask := groupedRows(b, c, t0, lo, hi)
 			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
@@ -188,7 +204,7 @@ func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
 	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))), ir.Relaxed, ir.ScopeAgent)
-	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k), 0, ir.RMax).Named("amax_part")
+	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
@@ -206,14 +222,14 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
-	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale)
+	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(b.ProgramID(2), 0)))
 }
 
 // groupedCastRows casts the program's tiles of its group's rows [lo, hi)
 // and column block by the columns' scales and stores them transposed.
-func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value) {
-	groupTiles(b, c, lo, hi, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
+func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value, byRows bool) {
+	groupTiles(b, c, lo, hi, byRows, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
 		rows, rmask := groupedRows(b, c, t0, lo, hi)
 		cols := groupedCols(b, c)
 		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
@@ -245,11 +261,105 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	g := b.ProgramID(1)
 	lo, hi, bad := groupRows(b, offsets, t, ne)
 	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(b.ProgramID(0), 0)), ir.Relaxed, ir.ScopeAgent)
-	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k), 0, ir.RMax).Named("amax")
+	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
-	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale)
+	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
+}
+
+// The by-rows kernels (BY_ROWS=1): program (pk, 0, ps) takes the ps-th of
+// SPLIT equal ranges of rows whatever the groups, and in it each group it
+// meets in turn. Programs of a group instead take a long group's rows
+// as long as the group is, and the H200 waited on them: a tail as long
+// as the longest group's share (47.7% of copy at T=65536, K=7168, E=8).
+
+// groupedRange is the rows [r0, r1) of by-rows program ps: its share of
+// x's tiles, cdiv(cdiv(T, BLOCK_T), SPLIT) of them (none past the end).
+func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
+	bt := c.Knob("BLOCK_T")
+	per := b.Mul(b.CDiv(b.CDiv(t, bt), c.Knob("SPLIT")), bt).Named("range_rows")
+	r0 = b.Min(b.Mul(b.ProgramID(2), per), t).Named("r0")
+	r1 = b.Min(b.Add(r0, per), t).Named("r1")
+	return r0, r1
+}
+
+// groupedOffsets loads offsets as a [BLOCK_E] tile: each group's end row
+// (T past E, where no group is) and its start.
+func groupedOffsets(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (gs, lo, hi *ir.Value) {
+	gs = b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	in := b.Lt(gs, ne)
+	hi = b.Where(in, b.Index(b.Load(b.PtrAdd(offsets, gs), in, 0)), t).Named("ends")
+	prev := b.Where(b.Eq(gs, 0), b.Int(0), b.Sub(gs, 1)) // no address before offsets, even masked
+	lo = b.Index(b.Load(b.PtrAdd(offsets, prev), b.And(in, b.Gt(gs, 0)), 0)).Named("starts")
+	return gs, lo, hi
+}
+
+// groupsMet are the groups [g0, g1) that rows [r0, r1) meet: the group of
+// row r is the number of offsets at most r (one load of offsets, no
+// search).
+func groupsMet(b *ir.Builder, c *Call, offsets, t, ne, r0, r1 *ir.Value) (g0, g1 *ir.Value) {
+	_, _, ends := groupedOffsets(b, c, offsets, t, ne)
+	count := func(r *ir.Value) *ir.Value {
+		return b.Reduce(b.Where(b.Le(ends, r), b.Int(1), b.Int(0)), 0, ir.RSum)
+	}
+	g0 = b.Min(count(r0), ne).Named("g0")
+	last := b.Min(b.Add(count(b.Sub(r1, 1)), 1), ne)
+	g1 = b.Where(b.Lt(r0, r1), last, g0).Named("g1")
+	return g0, g1
+}
+
+func groupedAmaxByRowsKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	amax := b.Param("amax", ir.F32)
+	status := b.Param("status", ir.I32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	// Program 0 reports the first bad group, E - g, as the others do.
+	gs, lo, hi := groupedOffsets(b, c, offsets, t, ne)
+	bad := b.Or(b.Or(b.Lt(lo, 0), b.Lt(hi, lo)), b.Or(b.Gt(hi, t), b.And(b.Eq(gs, b.Sub(ne, 1)), b.Ne(hi, t))))
+	worst := b.Reduce(b.Where(b.And(bad, b.Lt(gs, ne)), b.Sub(ne, gs), b.Int(0)), 0, ir.RMax).Named("worst")
+	first := b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))
+	b.AtomicMax(status, b.Cast(worst, ir.I32), b.And(first, b.Gt(worst, 0)), ir.Relaxed, ir.ScopeAgent)
+	r0, r1 := groupedRange(b, c, t)
+	g0, g1 := groupsMet(b, c, offsets, t, ne, r0, r1)
+	b.For(g0, g1, 1, nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+		glo, ghi, _ := groupRowsOf(b, offsets, t, ne, g)
+		part := b.Reduce(groupedAmaxRows(b, c, x, b.Max(glo, r0), b.Min(ghi, r1), k, true), 0, ir.RMax).Named("amax_part")
+		cols := groupedCols(b, c)
+		// Relaxed is enough: the cast kernel reads amax after this launch ends.
+		b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+		return nil
+	})
+}
+
+func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	r0, r1 := groupedRange(b, c, t)
+	g0, g1 := groupsMet(b, c, offsets, t, ne, r0, r1)
+	scaleOfGroup := func(g *ir.Value) (*ir.Value, *ir.Value) {
+		cols := groupedCols(b, c)
+		scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
+		return scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c), scols
+	}
+	b.For(g0, g1, 1, nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+		glo, ghi, _ := groupRowsOf(b, offsets, t, ne, g)
+		scale, _ := scaleOfGroup(g)
+		groupedCastRows(b, c, x, qt, b.Max(glo, r0), b.Min(ghi, r1), t, k, scale, true)
+		return nil
+	})
+	// Every group's inv_scale, empty ones too (which no range meets): each
+	// program those of every SPLIT-th group from its own.
+	b.For(b.ProgramID(2), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+		scale, scols := scaleOfGroup(g)
+		b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(groupedCols(b, c), k))
+		return nil
+	})
 }

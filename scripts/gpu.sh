@@ -30,7 +30,8 @@
 # Tests and sanitizers only check results, so they run concurrently (the
 # first H200 session: all of them in 5 minutes); tune and bench time, so
 # they run alone, after them. Each step is bounded so that the call ends by
-# DEADLINE seconds (default 540: the device tool allows 600 a call), and
+# DEADLINE seconds (default 540: the device tool allows 600 a call; CHECKS,
+# default half of it, bounds the tests and sanitizers), and
 # what has finished is packed into OUTDIR/results.tgz after every step (the
 # tool brings back at most 8 files, and nothing of a call it had to kill).
 set -uo pipefail
@@ -57,7 +58,7 @@ step() {
 	note "$name: rc=$rc ($(($(date +%s) - t0)) s)$([ $rc = 124 ] && echo ', stopped at its time limit')"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/gpu.txt" 2>&1
-checks=$((deadline / 2))
+checks=${CHECKS:-$((deadline / 2))} # the tests' and sanitizers' bound
 if [[ $stages == *" tests "* ]]; then
 	(cd runtime && step runtime-tests 200 "$bin/runtime.test" -test.v -test.run GPU) &
 	(
