@@ -353,13 +353,14 @@ func (e *emitter) stridedVectors(n, vec, stride int, body func(r string)) {
 	}
 	outer := n > vec*stride
 	if outer {
+		// rv is reserved (newEmitter): no value takes the name.
 		e.line("#pragma unroll")
-		e.line("for (int r0 = 0; r0 < %d; r0 += %d)", n, vec*stride)
+		e.line("for (int rv = 0; rv < %d; rv += %d) {", n, vec*stride)
 		e.ind += "  "
 	}
 	e.line("#pragma unroll")
 	if outer {
-		e.line("for (int r = r0; r < r0 + %d; ++r) {", stride)
+		e.line("for (int r = rv; r < rv + %d; ++r) {", stride)
 	} else {
 		e.line("for (int r = 0; r < %d; ++r) {", stride)
 	}
@@ -369,6 +370,7 @@ func (e *emitter) stridedVectors(n, vec, stride int, body func(r string)) {
 	e.line("}")
 	if outer {
 		e.ind = e.ind[2:]
+		e.line("}")
 	}
 }
 

@@ -147,7 +147,7 @@ func Printed(f *ir.Func) ([]*ir.Value, error) {
 func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
 	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, inline: map[*ir.Value]bool{},
 		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{}}
-	for _, r := range []string{"tid", "lds", "r", "w", "k", "h", "j", "off"} {
+	for _, r := range []string{"tid", "lds", "r", "rv", "w", "k", "h", "j", "off"} { // the loops' own names
 		e.taken[r] = 1
 	}
 	return e

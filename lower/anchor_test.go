@@ -24,33 +24,40 @@ func TestAnchorOwnsEveryElementOnce(t *testing.T) {
 				for _, eb := range []int{1, 2, 4} {
 					for _, sh := range shapes {
 						for contig := range sh {
-							l := anchor(sh, contig, eb, wave, warps, lanes, 1)
-							where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d: %v", wave, warps, lanes, eb, sh, contig, l)
-							if l.WaveSize() != wave || l.Waves() != warps {
-								t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
-							}
-							owners := map[[2]int]int{}
-							for tid := 0; tid < wave*warps; tid++ {
-								for r := 0; r < l.Regs(sh); r++ {
-									c, own := l.Elem(sh, tid, r)
-									if l.RegOf(sh, c) != r {
-										t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
-									}
-									if own {
-										owners[[2]int{c[0], c[len(c)-1]}]++
+							for _, rows := range []int{1, 4} {
+								l := anchor(sh, contig, eb, wave, warps, lanes, rows)
+								where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d, %d rows a lane: %v", wave, warps, lanes, eb, sh, contig, rows, l)
+								if l.WaveSize() != wave || l.Waves() != warps {
+									t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
+								}
+								owners := map[[2]int]int{}
+								for tid := 0; tid < wave*warps; tid++ {
+									for r := 0; r < l.Regs(sh); r++ {
+										c, own := l.Elem(sh, tid, r)
+										if l.RegOf(sh, c) != r {
+											t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
+										}
+										if own {
+											owners[[2]int{c[0], c[len(c)-1]}]++
+										}
 									}
 								}
-							}
-							n := 1
-							for _, x := range sh {
-								n *= x
-							}
-							if len(owners) != n {
-								t.Fatalf("%s: %d of %d elements owned", where, len(owners), n)
-							}
-							for c, k := range owners {
-								if k != 1 {
-									t.Fatalf("%s: %v owned %d times", where, c, k)
+								n := 1
+								for _, x := range sh {
+									n *= x
+								}
+								if len(owners) != n {
+									t.Fatalf("%s: %d of %d elements owned", where, len(owners), n)
+								}
+								for c, k := range owners {
+									if k != 1 {
+										t.Fatalf("%s: %v owned %d times", where, c, k)
+									}
+								}
+								// Where every wave's lanes fit along the other
+								// axis rows deep, each lane holds rows there.
+								if o := 1 - contig; len(sh) == 2 && rows > 1 && sh[o] >= rows*wave*warps && l.SPT[o] != rows {
+									t.Fatalf("%s: %d elements a lane along axis %d; want %d", where, l.SPT[o], o, rows)
 								}
 							}
 						}

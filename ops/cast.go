@@ -239,7 +239,7 @@ var Colwise = register(&Op{
 		warpsKnob,
 		{Name: "BLOCK_M", Doc: "rows of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
-		{Name: "SPLIT", Doc: "amax programs per column block, each taking every SPLIT-th tile down M (those past the last tile do nothing)", Domain: schedule.Pow2("1", "65535")},
+		{Name: "SPLIT", Doc: "amax programs per column block, each taking every SPLIT-th tile down M (those past the last tile only add an amax of 0)", Domain: schedule.Pow2("1", "65535")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_M * BLOCK_K"),
@@ -251,7 +251,10 @@ var Colwise = register(&Op{
 	Bench:      []Shape{{"M": 8192, "K": 8192}, {"M": 16384, "K": 4096}, {"M": 4096, "K": 14336}},
 	Tests:      colTests,
 	Peers:      true,
-	Goldens:    []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}}},
+	Goldens: []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}},
+		// f32 in: 4 columns and 8 rows a lane, the transposing write's
+		// words in two rounds.
+		{Name: "f32_rounds", Options: Options{"in": "f32"}, Schedule: schedule.Params{"BLOCK_M": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8}}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
 		x := in["x"].Floats()

@@ -58,7 +58,7 @@ var ExpertColwise = register(&Op{
 		warpsKnob,
 		{Name: "BLOCK_K", Doc: "rows (along K) of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_N", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
-		{Name: "SPLIT", Doc: "amax programs per expert and column block, each taking every SPLIT-th tile down K (those past the last tile do nothing)", Domain: schedule.Pow2("1", "65535")},
+		{Name: "SPLIT", Doc: "amax programs per expert and column block, each taking every SPLIT-th tile down K (those past the last tile only add an amax of 0)", Domain: schedule.Pow2("1", "65535")},
 		{Name: "FUSED", Doc: "1: one kernel, whose program reads its expert's column strip twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
 	},
 	Constraints: []schedule.Constraint{
@@ -193,7 +193,7 @@ var GroupedColwise = register(&Op{
 		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("E"), e("K")}, Role: Output},
 		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("E"), e("K")}, Role: Scratch, Init: 0, Doc: "each group's column amaxes, combined by atomics (stored by the fused kernel)"},
 		{Name: "status", DType: "i32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0,
-			Doc: "0, or E - g for the first group g whose offsets are bad", Status: groupStatus},
+			Doc: "0, or E - g for the first group g whose offsets are bad (then qt and inv_scale hold no defined values: groups may overlap, and their rows are written more than once; every access stays inside the tensors)", Status: groupStatus},
 	},
 	Kernels: []*Kernel{
 		{Name: "grouped_amax", Build: groupedAmaxKernel, Grid: groupedGrid, When: e("FUSED == 0 && BY_ROWS == 0")},
@@ -217,6 +217,7 @@ var GroupedColwise = register(&Op{
 		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups) holds at most 65535 programs"},
 		{Cond: e("BY_ROWS == 0 || FUSED == 0"), Why: "the by-rows kernels are two (FUSED=0)"},
 		{Cond: e("BY_ROWS == 0 || BLOCK_E >= E"), Why: "a by-rows program reads every group's offsets at once: BLOCK_E must be at least E"},
+		{Cond: e("BY_ROWS == 1 || BLOCK_E == 1"), Why: "BLOCK_E is the by-rows kernels' (BY_ROWS=1); elsewhere it must be 1"},
 	},
 	Candidates: groupedCandidates(),
 	Ceiling:    e("2 * T * K <= L2 / 2 ? 100 : 60"),

@@ -272,17 +272,18 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 
 // The by-rows kernels (BY_ROWS=1): program (pk, 0, ps) takes the ps-th of
 // SPLIT equal ranges of rows whatever the groups, and in it each group it
-// meets in turn. Programs of a group instead take a long group's rows
-// as long as the group is, and the H200 waited on them: a tail as long
-// as the longest group's share (47.7% of copy at T=65536, K=7168, E=8).
+// meets in turn, so that no program's work follows its group's length.
+// On the H200 (2026-12-01) that won at T=32768, E=16 (151 against 170 µs)
+// and lost at T=65536, E=8 (778 against 752): the longest group's tail was
+// not what bound the two-pass kernels there.
 
 // groupedRange is the rows [r0, r1) of by-rows program ps: its share of
 // x's tiles, cdiv(cdiv(T, BLOCK_T), SPLIT) of them (none past the end).
 func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
 	bt := c.Knob("BLOCK_T")
 	per := b.Mul(b.CDiv(b.CDiv(t, bt), c.Knob("SPLIT")), bt).Named("range_rows")
-	r0 = b.Min(b.Mul(b.ProgramID(2), per), t).Named("r0")
-	r1 = b.Min(b.Add(r0, per), t).Named("r1")
+	r0 = b.Min(b.Mul(b.ProgramID(2), per), t).Named("row0")
+	r1 = b.Min(b.Add(r0, per), t).Named("row1")
 	return r0, r1
 }
 

@@ -48,6 +48,11 @@ func TestGroupedOffsetsPatterns(t *testing.T) {
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4},
 		{"BLOCK_T": 16, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 8},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1},
+		// By rows: ranges of one tile and of several, more ranges than
+		// tiles, and one range for every row.
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 64, "BY_ROWS": 1, "BLOCK_E": 8},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8},
+		{"BLOCK_T": 8, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 1, "BY_ROWS": 1, "BLOCK_E": 8},
 	}
 	for i, s := range scheds {
 		p, err := GroupedColwise.NewPlan(tg, sh, nil, s)
