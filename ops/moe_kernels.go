@@ -318,7 +318,7 @@ func groupedAmaxByRowsKernel(b *ir.Builder, c *Call) {
 	amax := b.Param("amax", ir.F32)
 	status := b.Param("status", ir.I32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	// Program 0 reports the first bad group, E - g, as the others do.
+	// Program 0 reports the first bad group, E - g, as grouped_amax does.
 	gs, lo, hi := groupedOffsets(b, c, offsets, t, ne)
 	bad := b.Or(b.Or(b.Lt(lo, 0), b.Lt(hi, lo)), b.Or(b.Gt(hi, t), b.And(b.Eq(gs, b.Sub(ne, 1)), b.Ne(hi, t))))
 	worst := b.Reduce(b.Where(b.And(bad, b.Lt(gs, ne)), b.Sub(ne, gs), b.Int(0)), 0, ir.RMax).Named("worst")
