@@ -103,6 +103,24 @@ func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
 	return loadF32(b, x, offs, mask)
 }
 
+// amaxDown is the loop of the [br, bc] tiles at columns cols of a
+// row-major matrix of nrows × ncols whose first row is base (nil: 0), from
+// row start every step rows, into a register accumulator of max |x| (each
+// thread its own elements: no exchange in the loop).
+func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int) *ir.Value {
+	acc := b.For(start, nrows, step, []*ir.Value{b.Full(ir.F32, 0, br, bc).Named("amax_rows")}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
+		rows := b.Add(b.MultipleOf(r0, br), b.Arange(br)).Named("rows")
+		at := b.Col(rows)
+		if base != nil {
+			at = b.Add(base, at)
+		}
+		offs := b.Add(b.Mul(at, ncols), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(b.Lt(rows, nrows)), b.Row(b.Lt(cols, ncols))).Named("mask")
+		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+	})
+	return acc[0]
+}
+
 // colAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column
 // block pk down M, from its ps-th, into a register accumulator, then one
 // tree and one atomic a column (as the expert amax: one tile a program
@@ -114,13 +132,7 @@ func colAmaxKernel(b *ir.Builder, c *Call) {
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
 	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
 	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
-	acc := b.For(start, m, bm*c.Knob("SPLIT"), []*ir.Value{b.Full(ir.F32, 0, bm, bk).Named("amax_rows")}, func(m0 *ir.Value, acc []*ir.Value) []*ir.Value {
-		rows := b.Add(b.MultipleOf(m0, bm), b.Arange(bm)).Named("rows")
-		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
-		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
-	})
-	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
+	part := b.Reduce(amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk), 0, ir.RMax).Named("amax_part")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
 }

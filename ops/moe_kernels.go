@@ -22,6 +22,12 @@ func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, m
 	return rows, cols, offs, mask
 }
 
+// expertAmaxRows is the loop of the tiles of column block cols of w[ex]
+// from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
+func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
+	return amaxDown(b, w, b.Mul(ex, k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"))
+}
+
 // expertAmaxKernel: program (pn, ps, e) takes every SPLIT-th tile of
 // column block pn of w[e] down K, from its ps-th, into a [BLOCK_K,
 // BLOCK_N] register accumulator (each thread its own elements: no
@@ -29,19 +35,6 @@ func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, m
 // a program spent more on the tree, its barriers and the atomics than
 // on the 16 KB it read (the H200 ran it at 54% of its DRAM bandwidth,
 // its SMs 87% busy).
-// expertAmaxRows is the loop of the tiles of column block cols of w[ex]
-// from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
-func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
-	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
-	acc := b.For(start, k, step, []*ir.Value{b.Full(ir.F32, 0, bk, bn).Named("amax_rows")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
-		rows := b.Add(b.MultipleOf(k0, bk), b.Arange(bk)).Named("rows")
-		offs := b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
-		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, w, offs, mask)))}
-	})
-	return acc[0]
-}
-
 func expertAmaxKernel(b *ir.Builder, c *Call) {
 	w := b.Param("w", c.DType("w"))
 	amax := b.Param("amax", ir.F32)
@@ -58,12 +51,7 @@ func expertAmaxKernel(b *ir.Builder, c *Call) {
 
 func expertCastKernel(b *ir.Builder, c *Call) {
 	w := b.Param("w", c.DType("w"))
-	var q *ir.Value
-	if c.Opt("layout") == "kn" {
-		q = b.Param("q", ir.FP8(c.Format))
-	} else {
-		q = b.Param("qt", ir.FP8(c.Format))
-	}
+	q := expertOutput(b, c)
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	k, n := b.Size("K"), b.Size("N")
@@ -74,6 +62,15 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, n), nil).Named("amax"), c)
 	expertCastTile(b, c, w, q, k, n, ex, nil, scale)
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, n), b.Eq(b.ProgramID(1), 0)))
+}
+
+// expertOutput is the fp8 output parameter: q[E,K,N] (layout=kn) or the
+// transposed qt[E,N,K].
+func expertOutput(b *ir.Builder, c *Call) *ir.Value {
+	if c.Opt("layout") == "kn" {
+		return b.Param("q", ir.FP8(c.Format))
+	}
+	return b.Param("qt", ir.FP8(c.Format))
 }
 
 // expertCastTile casts the tile of w[ex] from row k0 (expertTile's) by
@@ -105,12 +102,7 @@ func expertStoreTile(b *ir.Builder, c *Call, q, k, n, ex, k0, x *ir.Value) {
 // blocks).
 func expertFusedKernel(b *ir.Builder, c *Call) {
 	w := b.Param("w", c.DType("w"))
-	var q *ir.Value
-	if c.Opt("layout") == "kn" {
-		q = b.Param("q", ir.FP8(c.Format))
-	} else {
-		q = b.Param("qt", ir.FP8(c.Format))
-	}
+	q := expertOutput(b, c)
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	k, n := b.Size("K"), b.Size("N")
