@@ -290,11 +290,10 @@ func groupedOffsets(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (gs, lo, h
 	return gs, lo, hi
 }
 
-// groupsMet are the groups [g0, g1) that rows [r0, r1) meet: the group of
-// row r is the number of offsets at most r (one load of offsets, no
-// search).
-func groupsMet(b *ir.Builder, c *Call, offsets, t, ne, r0, r1 *ir.Value) (g0, g1 *ir.Value) {
-	_, _, ends := groupedOffsets(b, c, offsets, t, ne)
+// groupsMet are the groups [g0, g1) that rows [r0, r1) meet, from the
+// groups' end rows (groupedOffsets'): the group of row r is the number of
+// ends at most r (no search).
+func groupsMet(b *ir.Builder, ends, ne, r0, r1 *ir.Value) (g0, g1 *ir.Value) {
 	count := func(r *ir.Value) *ir.Value {
 		return b.Reduce(b.Where(b.Le(ends, r), b.Int(1), b.Int(0)), 0, ir.RSum)
 	}
@@ -317,7 +316,7 @@ func groupedAmaxByRowsKernel(b *ir.Builder, c *Call) {
 	first := b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))
 	b.AtomicMax(status, b.Cast(worst, ir.I32), b.And(first, b.Gt(worst, 0)), ir.Relaxed, ir.ScopeAgent)
 	r0, r1 := groupedRange(b, c, t)
-	g0, g1 := groupsMet(b, c, offsets, t, ne, r0, r1)
+	g0, g1 := groupsMet(b, hi, ne, r0, r1)
 	b.For(g0, g1, 1, nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		glo, ghi, _ := groupRowsOf(b, offsets, t, ne, g)
 		part := b.Reduce(groupedAmaxRows(b, c, x, b.Max(glo, r0), b.Min(ghi, r1), k, true), 0, ir.RMax).Named("amax_part")
@@ -336,7 +335,8 @@ func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
 	amaxp := b.Param("amax", ir.F32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
 	r0, r1 := groupedRange(b, c, t)
-	g0, g1 := groupsMet(b, c, offsets, t, ne, r0, r1)
+	_, _, ends := groupedOffsets(b, c, offsets, t, ne)
+	g0, g1 := groupsMet(b, ends, ne, r0, r1)
 	scaleOfGroup := func(g *ir.Value) (*ir.Value, *ir.Value) {
 		cols := groupedCols(b, c)
 		scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
