@@ -150,6 +150,46 @@ func TestGPUEverySchedule(t *testing.T) {
 	}
 }
 
+// Every golden variant that names a schedule runs on the GPU with its
+// options, at the op's odd shape and at its own where that is small: the
+// goldens are the kernels a reviewer reads, and some (a transposing write
+// in two rounds, 64-bit indexing) are reached by no other GPU test.
+func TestGPUGoldenSchedules(t *testing.T) {
+	g := openGPU(t)
+	ran := 0
+	defer func() { t.Logf("%d golden plans run twice, bits equal", ran) }()
+	for _, name := range ops.Names() {
+		op, _ := ops.Lookup(name)
+		for _, v := range op.Goldens {
+			if v.Schedule == nil {
+				continue // the default schedule: the other tests run it
+			}
+			shapes := []ops.Shape{op.Tests.Odd}
+			if v.Shape != nil {
+				shapes = append(shapes, v.Shape)
+			} else {
+				shapes = append(shapes, op.Example)
+			}
+			for _, sh := range shapes {
+				t.Run(fmt.Sprintf("%s/%s/%v", name, v.Name, sh), func(t *testing.T) {
+					p, err := op.NewPlan(g.T, sh, v.Options, v.Schedule)
+					if err != nil {
+						t.Skipf("infeasible here: %v", err) // the goldens' test holds it feasible at its own shape
+					}
+					if slices.ContainsFunc(p.Specs(), func(s ops.Spec) bool { return s.Elems() > 1<<26 }) {
+						t.Skipf("%v is past 2^26 elements a tensor: the huge-tensor tests cover that size", sh)
+					}
+					in := ops.Inputs(p.Call, 13, true)
+					if err := check(p, in, runTwice(t, g, p, in)); err != nil {
+						t.Error(err)
+					}
+					ran++
+				})
+			}
+		}
+	}
+}
+
 // A device reported as gfx942 scales against e4m3fnuz's 240, never 448.
 func TestGFX942ScalesAgainst240(t *testing.T) {
 	tg, err := target.FromDevice("gfx942:sramecc+:xnack-")
