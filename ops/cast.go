@@ -288,13 +288,23 @@ var Colwise = register(&Op{
 })
 
 // colCandidates: the column tiles, BLOCK_M rows × BLOCK_K columns, with
-// enough amax programs to fill the GPU about 16 blocks a CU over (one tile
-// a program ran the H200's 8192×8192 at 38% of copy, 0.78× torch.compile,
-// 2026-12-01); 64 × 64 in 4 waves first, which won the tune at the three
-// bench shapes (1.10-1.12× as fast as 128 × 64 in 8).
+// about one wave of amax programs, 4 a CU (rounded up to a power of two
+// of programs a column block), then the first tile with half and twice
+// that. One tile a program ran the H200's 8192×8192 at 38% of copy; 16
+// blocks a CU, 4 tiles a program there, ran its amax at 2.8 TB/s, and 4
+// a CU (16 tiles a program) at 3.4: 97.6 against 107.8 µs, 98.3 against
+// 105.0 at 16384×4096, 86.9 against 94.3 at 4096×14336 (2026-12-01).
+// 64 × 64 in 4 waves first, which won the tune at the three bench shapes
+// (1.10-1.12× as fast as 128 × 64 in 8).
 func colCandidates() []Candidate {
-	out := columnTiles("BLOCK_M", "BLOCK_K", Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(16 * CUS, cdiv(K, BLOCK_K)))))")})
+	split := func(perCU string) Assign {
+		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
+	}
+	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"))
 	out[0], out[1] = out[1], out[0]
+	for _, perCU := range []string{"2", "8"} {
+		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split(perCU))[1])
+	}
 	return out
 }
 

@@ -210,11 +210,14 @@ var GroupedColwise = register(&Op{
 		{Name: "FUSED", Doc: "1: one kernel, whose program reads its group's column block twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
 		{Name: "BY_ROWS", Doc: "1: the two kernels' programs take SPLIT equal ranges of rows whatever the groups, each group of its range in turn; 0: SPLIT programs a group", Domain: schedule.Bool()},
 		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
+		{Name: "ORDER", Doc: "1: the two-pass kernels' grid has a group's SPLIT programs fastest, then the column blocks, so that the programs running at once store runs of SPLIT neighbouring tiles into each row of qt; 0: the column blocks fastest (one tile of each qt row at a time)", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_T * BLOCK_K"),
 		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes a group's column block in one program: SPLIT must be 1"},
-		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups) holds at most 65535 programs"},
+		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups; 2 with ORDER=1) holds at most 65535 programs"},
+		{Cond: e("ORDER == 0 || cdiv(K, BLOCK_K) <= 65535"), Why: "with ORDER=1 grid axis 1 (column blocks) holds at most 65535 programs"},
+		{Cond: e("ORDER == 0 || FUSED == 0 && BY_ROWS == 0"), Why: "ORDER orders the two-pass kernels' programs (FUSED=0, BY_ROWS=0)"},
 		{Cond: e("BY_ROWS == 0 || FUSED == 0"), Why: "the by-rows kernels are two (FUSED=0)"},
 		{Cond: e("BY_ROWS == 0 || BLOCK_E >= E"), Why: "a by-rows program reads every group's offsets at once: BLOCK_E must be at least E"},
 		{Cond: e("BY_ROWS == 1 || BLOCK_E == 1"), Why: "BLOCK_E is the by-rows kernels' (BY_ROWS=1); elsewhere it must be 1"},
@@ -233,13 +236,16 @@ var GroupedColwise = register(&Op{
 		Options: []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
 		Odd:     Shape{"T": 200, "K": 72, "E": 5},
 		// By rows: ranges of 64 rows that cut groups, the last one short.
-		Schedules: []schedule.Params{{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}},
+		// ORDER=1: a group's programs fastest on the grid.
+		Schedules: []schedule.Params{{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1}},
 		Wide:      Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
 		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1}},
 		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}},
+		{Name: "order", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -294,8 +300,9 @@ var GroupedColwise = register(&Op{
 	},
 })
 
-// groupedGrid: column blocks × groups × programs per group.
-var groupedGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("E"), e("SPLIT")}
+// groupedGrid: column blocks × groups × programs per group, or (ORDER=1)
+// programs per group × column blocks × groups.
+var groupedGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORDER == 1 ? cdiv(K, BLOCK_K) : E"), e("ORDER == 1 ? E : SPLIT")}
 
 // byRowsGrid: column blocks × 1 × ranges of rows.
 var byRowsGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("1"), e("SPLIT")}
@@ -310,16 +317,16 @@ func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}}
+	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}}
 	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("4")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
 	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}})
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}})
 	}
 	// By rows: about 16 blocks a CU of equal ranges of rows.
 	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(16 * CUS, cdiv(K, BLOCK_K)))))")}
-	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")})[:2] {
+	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")})[:2] {
 		out = append(out, c)
 	}
 	return out

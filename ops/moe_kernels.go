@@ -120,12 +120,31 @@ func expertFusedKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, n))
 }
 
+// The grid axes of the grouped kernels' programs: column block, group,
+// and program of its group (range of rows by rows). ORDER=1 puts a group's
+// programs fastest, then the column blocks: the programs that run at once
+// then take neighbouring tiles of a group, and qt's rows (T bytes apart)
+// take runs of SPLIT tiles at a time instead of one tile each.
+const (
+	axisCol = iota
+	axisGroup
+	axisSplit
+)
+
+// pid is the program's index along one of the grouped grid's axes.
+func pid(b *ir.Builder, c *Call, axis int) *ir.Value {
+	if c.Knob("ORDER") == 1 {
+		return b.ProgramID([3]int{1, 2, 0}[axis])
+	}
+	return b.ProgramID(axis)
+}
+
 // groupRows loads group g's bounds from offsets and clamps them into
 // [0, T], lo ≤ hi, so that no offsets whatsoever make a program touch
 // memory outside its tensors; bad reports whether they needed it (or the
 // last group does not end at T).
-func groupRows(b *ir.Builder, offsets, t, ne *ir.Value) (lo, hi, bad *ir.Value) {
-	return groupRowsOf(b, offsets, t, ne, b.ProgramID(1))
+func groupRows(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (lo, hi, bad *ir.Value) {
+	return groupRowsOf(b, offsets, t, ne, pid(b, c, axisGroup))
 }
 
 // groupRowsOf is groupRows for group g.
@@ -151,7 +170,7 @@ func groupTiles(b *ir.Builder, c *Call, lo, hi *ir.Value, byRows bool, inits []*
 	if byRows {
 		split = 1
 	} else {
-		start = b.Add(start, b.Mul(b.ProgramID(2), bt))
+		start = b.Add(start, b.Mul(pid(b, c, axisSplit), bt))
 	}
 	return b.For(start.Named("t_start"), hi, bt*split, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
 		return body(b.MultipleOf(t0, bt), carried)
@@ -168,7 +187,7 @@ func groupedRows(b *ir.Builder, c *Call, t0, lo, hi *ir.Value) (rows, ok *ir.Val
 
 func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 	bk := c.Knob("BLOCK_K")
-	return b.Add(b.Mul(b.ProgramID(0), bk), b.Arange(bk)).Named("cols")
+	return b.Add(b.Mul(pid(b, c, axisCol), bk), b.Arange(bk)).Named("cols")
 }
 
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
@@ -191,11 +210,11 @@ func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	amax := b.Param("amax", ir.F32)
 	status := b.Param("status", ir.I32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := b.ProgramID(1)
-	lo, hi, bad := groupRows(b, offsets, t, ne)
+	g := pid(b, c, axisGroup)
+	lo, hi, bad := groupRows(b, c, offsets, t, ne)
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(pid(b, c, axisCol), 0), b.Eq(pid(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
 	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
@@ -209,13 +228,13 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := b.ProgramID(1)
-	lo, hi, _ := groupRows(b, offsets, t, ne)
+	g := pid(b, c, axisGroup)
+	lo, hi, _ := groupRows(b, c, offsets, t, ne)
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
 	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(b.ProgramID(2), 0)))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(pid(b, c, axisSplit), 0)))
 }
 
 // groupedCastRows casts the program's tiles of its group's rows [lo, hi)
@@ -250,9 +269,9 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	amaxp := b.Param("amax", ir.F32)
 	status := b.Param("status", ir.I32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := b.ProgramID(1)
-	lo, hi, bad := groupRows(b, offsets, t, ne)
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(b.ProgramID(0), 0)), ir.Relaxed, ir.ScopeAgent)
+	g := pid(b, c, axisGroup)
+	lo, hi, bad := groupRows(b, c, offsets, t, ne)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(pid(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
 	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
 	cols := groupedCols(b, c)
@@ -274,7 +293,7 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
 	bt := c.Knob("BLOCK_T")
 	per := b.Mul(b.CDiv(b.CDiv(t, bt), c.Knob("SPLIT")), bt).Named("range_rows")
-	r0 = b.Min(b.Mul(b.ProgramID(2), per), t).Named("row0")
+	r0 = b.Min(b.Mul(pid(b, c, axisSplit), per), t).Named("row0")
 	r1 = b.Min(b.Add(r0, per), t).Named("row1")
 	return r0, r1
 }
@@ -313,7 +332,7 @@ func groupedAmaxByRowsKernel(b *ir.Builder, c *Call) {
 	gs, lo, hi := groupedOffsets(b, c, offsets, t, ne)
 	bad := b.Or(b.Or(b.Lt(lo, 0), b.Lt(hi, lo)), b.Or(b.Gt(hi, t), b.And(b.Eq(gs, b.Sub(ne, 1)), b.Ne(hi, t))))
 	worst := b.Reduce(b.Where(b.And(bad, b.Lt(gs, ne)), b.Sub(ne, gs), b.Int(0)), 0, ir.RMax).Named("worst")
-	first := b.And(b.Eq(b.ProgramID(0), 0), b.Eq(b.ProgramID(2), 0))
+	first := b.And(b.Eq(pid(b, c, axisCol), 0), b.Eq(pid(b, c, axisSplit), 0))
 	b.AtomicMax(status, b.Cast(worst, ir.I32), b.And(first, b.Gt(worst, 0)), ir.Relaxed, ir.ScopeAgent)
 	r0, r1 := groupedRange(b, c, t)
 	g0, g1 := groupsMet(b, hi, ne, r0, r1)
@@ -350,7 +369,7 @@ func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
 	})
 	// Every group's inv_scale, empty ones too (which no range meets): each
 	// program those of every SPLIT-th group from its own.
-	b.For(b.ProgramID(2), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+	b.For(pid(b, c, axisSplit), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		scale, scols := scaleOfGroup(g)
 		b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(groupedCols(b, c), k))
 		return nil
