@@ -106,9 +106,10 @@ func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
 // amaxDown is the loop of the [br, bc] tiles at columns cols of a
 // row-major matrix of nrows × ncols whose first row is base (nil: 0), from
 // row start every step rows, into a register accumulator of max |x| (each
-// thread its own elements: no exchange in the loop).
-func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int) *ir.Value {
-	acc := b.For(start, nrows, step, []*ir.Value{b.Full(ir.F32, 0, br, bc).Named("amax_rows")}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
+// thread its own elements: no exchange in the loop). With prefetch the
+// loop carries the next tile's load, issued before this tile's max.
+func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int, prefetch bool) *ir.Value {
+	load := func(r0 *ir.Value) *ir.Value {
 		rows := b.Add(b.MultipleOf(r0, br), b.Arange(br)).Named("rows")
 		at := b.Col(rows)
 		if base != nil {
@@ -116,9 +117,20 @@ func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step,
 		}
 		offs := b.Add(b.Mul(at, ncols), b.Row(cols)).Named("offs")
 		mask := b.And(b.Col(b.Lt(rows, nrows)), b.Row(b.Lt(cols, ncols))).Named("mask")
-		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+		return b.Load(b.PtrAdd(x, offs), mask, nil)
+	}
+	acc0 := b.Full(ir.F32, 0, br, bc).Named("amax_rows")
+	if !prefetch {
+		acc := b.For(start, nrows, step, []*ir.Value{acc0}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(load(r0), ir.F32).Named("xf")))}
+		})
+		return acc[0]
+	}
+	out := b.For(start, nrows, step, []*ir.Value{load(start).Named("x_next"), acc0}, func(r0 *ir.Value, c []*ir.Value) []*ir.Value {
+		next := load(b.Add(r0, step)).Named("x_next")
+		return []*ir.Value{next, b.Max(c[1], b.Abs(b.Cast(c[0], ir.F32).Named("xf")))}
 	})
-	return acc[0]
+	return out[1]
 }
 
 // colAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column
@@ -132,7 +144,7 @@ func colAmaxKernel(b *ir.Builder, c *Call) {
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
 	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
 	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
-	part := b.Reduce(amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk), 0, ir.RMax).Named("amax_part")
+	part := b.Reduce(amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk, c.Knob("PREFETCH") == 1), 0, ir.RMax).Named("amax_part")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
 }

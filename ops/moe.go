@@ -60,6 +60,7 @@ var ExpertColwise = register(&Op{
 		{Name: "BLOCK_N", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "SPLIT", Doc: "amax programs per expert and column block, each taking every SPLIT-th tile down K (those past the last tile only add an amax of 0)", Domain: schedule.Pow2("1", "65535")},
 		{Name: "FUSED", Doc: "1: one kernel, whose program reads its expert's column strip twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
+		prefetchKnob,
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_K * BLOCK_N"),
@@ -82,7 +83,9 @@ var ExpertColwise = register(&Op{
 			{"layout": "nk", "in": "f32", "fp8": "e5m2", "pow2": "true"},
 		},
 		Odd:       Shape{"E": 3, "K": 72, "N": 40},
-		Schedules: []schedule.Params{{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2}}, // 3 and 2 trips down K
+		Schedules: []schedule.Params{{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 0}, // 3 and 2 trips down K
+			{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 1},
+			{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 1}},
 		Wide:      Shape{"E": 256, "K": 7168, "N": 2048},                                     // DeepSeek-V3's full w1: 3.76e9 elements
 	},
 	Goldens: []Variant{
@@ -90,8 +93,8 @@ var ExpertColwise = register(&Op{
 		{Name: "odd", Shape: Shape{"E": 3, "K": 333, "N": 1000}},
 		{Name: "odd_nk", Options: Options{"layout": "nk"}, Shape: Shape{"E": 3, "K": 333, "N": 1000}},
 		{Name: "i64", Shape: Shape{"E": 256, "K": 7168, "N": 2048}},
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}},
-		{Name: "fused_nk", Options: Options{"layout": "nk"}, Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 0}},
+		{Name: "fused_nk", Options: Options{"layout": "nk"}, Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 0}},
 	},
 	// Row by row, expert by expert in parallel (column by column, strided,
 	// the DeepSeek-V3 shape took a minute): a max does not depend on the
@@ -163,18 +166,21 @@ var expertGrid = [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("cdiv(K, BLOCK_K)"), e("E
 
 // expertCandidates: tiles of BLOCK_K rows × BLOCK_N columns: 64 × 64 in 4
 // waves first (it won the tune at the three shapes that ran on the H200,
-// 2026-12-01), then the colwise tiles, then wider ones, whose rows of 128
-// and 256 columns read 256 and 512 contiguous bytes. The amax takes
-// enough programs to fill the GPU about 16 blocks a CU over.
+// 2026-12-01), with the amax's next tile prefetched (0.9-1.8% faster at
+// the four bench shapes) and without, then the colwise tiles, then wider
+// ones, whose rows of 128 and 256 columns read 256 and 512 contiguous
+// bytes. The amax takes enough programs to fill the GPU about 16 blocks a
+// CU over.
 func expertCandidates() []Candidate {
 	split := Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(K, BLOCK_K)), pow2ceil(cdiv(16 * CUS, cdiv(N, BLOCK_N) * E))))")}
 	var out []Candidate
-	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}, {"64", "32", "4"}, {"32", "32", "4"}, {"64", "128", "8"}, {"32", "256", "8"}} {
-		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split, {"FUSED", e("0")}})
+	// BLOCK_K, BLOCK_N, WARPS, PREFETCH
+	for _, c := range [][4]string{{"64", "64", "4", "1"}, {"64", "64", "4", "0"}, {"128", "64", "8", "0"}, {"64", "32", "4", "0"}, {"32", "32", "4", "0"}, {"64", "128", "8", "0"}, {"32", "256", "8", "0"}} {
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split, {"FUSED", e("0")}, {"PREFETCH", e(c[3])}})
 	}
 	// The fused kernel, in narrow strips so that those in flight fit in L2.
 	for _, c := range [][3]string{{"64", "32", "4"}, {"128", "16", "4"}} {
-		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}})
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"PREFETCH", e("0")}})
 	}
 	return out
 }
@@ -210,6 +216,7 @@ var GroupedColwise = register(&Op{
 		{Name: "FUSED", Doc: "1: one kernel, whose program reads its group's column block twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
 		{Name: "BY_ROWS", Doc: "1: the two kernels' programs take SPLIT equal ranges of rows whatever the groups, each group of its range in turn; 0: SPLIT programs a group", Domain: schedule.Bool()},
 		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
+		{Name: "PREFETCH", Doc: "1: the grouped loops over a program's tiles load the next tile of x before working on this one (twice x's registers), so that its latency overlaps this tile's work and barriers; 0: each tile is loaded when its turn comes", Domain: schedule.Bool()},
 		{Name: "ORDER", Doc: "1: the two-pass kernels' grid has a group's SPLIT programs fastest, then the column blocks, so that the programs running at once store runs of SPLIT neighbouring tiles into each row of qt; 0: the column blocks fastest (one tile of each qt row at a time)", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
@@ -237,15 +244,22 @@ var GroupedColwise = register(&Op{
 		Odd:     Shape{"T": 200, "K": 72, "E": 5},
 		// By rows: ranges of 64 rows that cut groups, the last one short.
 		// ORDER=1: a group's programs fastest on the grid.
-		Schedules: []schedule.Params{{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1}},
+		// ORDER and PREFETCH, each way, in each kind of kernel.
+		Schedules: []schedule.Params{{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 0},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1},
+			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1},
+			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
 		Wide:      Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1}},
-		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}},
-		{Name: "order", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
+		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0}},
+		// The two-pass kernels as they were before ORDER and PREFETCH.
+		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -307,26 +321,30 @@ var groupedGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("OR
 // byRowsGrid: column blocks × 1 × ranges of rows.
 var byRowsGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("1"), e("SPLIT")}
 
-// groupedCandidates: the colwise tiles, with enough programs per group to
-// fill the GPU about 16 blocks a CU over when the groups are few, but not
-// more than an average group has tiles; then the first tile with a
-// quarter of the programs. (At T=65536, K=7168, E=8 that quarter, 4 a
-// CU, made 896 programs: 1.7 waves of the 528 the registers let run at
-// once, and the H200 ran the amax at 68% of its DRAM bandwidth.)
+// groupedCandidates, from the H200's sweeps (2026-12-01, at T=65536, K=7168,
+// E=8; T=32768, K=2048, E=16; T=16384, K=5120, E=64): first the two-pass
+// kernels with a group's programs fastest (ORDER=1: 714 against 756 µs at
+// T=65536) and the next tile prefetched (PREFETCH=1: 628 against 752),
+// enough programs a group to fill the GPU about 32 blocks a CU over when
+// the groups are few (but not more than an average group has tiles), 64 ×
+// 64 in 4 waves first; then 128 × 64 at 16 a CU; the fused kernel (172.6
+// µs at E=64, against 184.3 two-pass); by rows, about 4 blocks a CU of
+// equal ranges of rows (125.9 µs at T=32768, against 148.8 with 16 a CU).
 func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}}
-	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)
-	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("4")}, two...)...)[0])
+	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}}
+	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("32")}, two...)...)
+	out[0], out[1] = out[1], out[0]
+	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
-	for _, c := range [][3]string{{"128", "64", "8"}, {"64", "64", "4"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}})
+	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}})
 	}
-	// By rows: about 16 blocks a CU of equal ranges of rows.
-	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(16 * CUS, cdiv(K, BLOCK_K)))))")}
-	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")})[:2] {
+	// By rows: about 4 blocks a CU of equal ranges of rows.
+	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K)))))")}
+	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")}, Assign{"PREFETCH", e("1")})[:2] {
 		out = append(out, c)
 	}
 	return out

@@ -25,7 +25,7 @@ func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, m
 // expertAmaxRows is the loop of the tiles of column block cols of w[ex]
 // from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
 func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
-	return amaxDown(b, w, b.Mul(ex, k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"))
+	return amaxDown(b, w, b.Mul(ex, k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"), c.Knob("PREFETCH") == 1)
 }
 
 // expertAmaxKernel: program (pn, ps, e) takes every SPLIT-th tile of
@@ -165,16 +165,51 @@ func groupRowsOf(b *ir.Builder, offsets, t, ne, g *ir.Value) (lo, hi, bad *ir.Va
 // tile's first row.
 // With byRows the program takes every tile of [lo, hi).
 func groupTiles(b *ir.Builder, c *Call, lo, hi *ir.Value, byRows bool, inits []*ir.Value, body func(t0 *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	start, step := groupTileStart(b, c, lo, byRows)
+	return b.For(start, hi, step, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		return body(b.MultipleOf(t0, c.Knob("BLOCK_T")), carried)
+	})
+}
+
+// groupTileStart is the first row of the program's first tile and the rows
+// between its tiles.
+func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *ir.Value, step int) {
 	bt, split := c.Knob("BLOCK_T"), c.Knob("SPLIT")
-	start := b.Mul(b.Div(lo, bt), bt)
+	start = b.Mul(b.Div(lo, bt), bt)
 	if byRows {
 		split = 1
 	} else {
 		start = b.Add(start, b.Mul(pid(b, c, axisSplit), bt))
 	}
-	return b.For(start.Named("t_start"), hi, bt*split, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		return body(b.MultipleOf(t0, bt), carried)
+	return b.MultipleOf(start.Named("t_start"), bt), bt * split
+}
+
+// groupTilesOfX is groupTiles with each tile of x (the program's column
+// block, rows outside [lo, hi) masked) loaded for body as f32. With
+// PREFETCH=1 the loop carries the next tile's load, issued before body
+// works on this one, so that its latency overlaps this tile's work and
+// barriers; a load past hi is all masked and reads nothing.
+func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	load := func(t0 *ir.Value) *ir.Value {
+		rows, rmask := groupedRows(b, c, t0, lo, hi)
+		cols := groupedCols(b, c)
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+		return b.Load(b.PtrAdd(x, offs), mask, nil)
+	}
+	if c.Knob("PREFETCH") == 0 {
+		return groupTiles(b, c, lo, hi, byRows, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
+			return body(t0, b.Cast(load(t0), ir.F32).Named("xf"), carried)
+		})
+	}
+	start, step := groupTileStart(b, c, lo, byRows)
+	first := load(start).Named("x_next")
+	out := b.For(start, hi, step, append([]*ir.Value{first}, inits...), func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		t0 = b.MultipleOf(t0, c.Knob("BLOCK_T"))
+		next := load(b.MultipleOf(b.Add(t0, step), c.Knob("BLOCK_T"))).Named("x_next")
+		return append([]*ir.Value{next}, body(t0, b.Cast(carried[0], ir.F32).Named("xf"), carried[1:])...)
 	})
+	return out[1:]
 }
 
 // groupedRows are a tile's rows from its first, and the mask of those in
@@ -193,13 +228,9 @@ func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
 // [lo, hi) and column block into a [BLOCK_T, BLOCK_K] accumulator.
 func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool) *ir.Value {
-	cols := groupedCols(b, c)
-	acc := groupTiles(b, c, lo, hi, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
-		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			rows, rmask := groupedRows(b, c, t0, lo, hi)
-			offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-			mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
+		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
+			return []*ir.Value{b.Max(acc[0], b.Abs(xf))}
 		})
 	return acc[0]
 }
@@ -240,12 +271,8 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 // groupedCastRows casts the program's tiles of its group's rows [lo, hi)
 // and column block by the columns' scales and stores them transposed.
 func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value, byRows bool) {
-	groupTiles(b, c, lo, hi, byRows, nil, func(t0 *ir.Value, _ []*ir.Value) []*ir.Value {
-		rows, rmask := groupedRows(b, c, t0, lo, hi)
-		cols := groupedCols(b, c)
-		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-		q := b.Cast(b.Mul(loadF32(b, x, offs, mask), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	groupTilesOfX(b, c, x, lo, hi, k, byRows, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
+		q := b.Cast(b.Mul(xf, b.Row(scale)), ir.FP8(c.Format)).Named("q")
 		rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
 		cols2 := groupedCols(b, c)
 		offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")

@@ -42,25 +42,26 @@ func runAll(t *testing.T, p *Plan, in map[string]*Tensor) (map[string]*Tensor, e
 func TestGroupedOffsetsPatterns(t *testing.T) {
 	tg, _ := target.Lookup("gfx942")
 	sh := Shape{"T": 700, "K": 40, "E": 6}
+	// The default (ORDER=1, PREFETCH=1), then each way with and without
+	// those two (what a schedule leaves out is the default's).
 	scheds := []schedule.Params{
-		nil, // SPLIT=1 here
+		nil,
+		{"BLOCK_T": 64, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "ORDER": 0, "PREFETCH": 0},
 		{"BLOCK_T": 64, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2},
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0},
 		{"BLOCK_T": 16, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 8},
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0, "PREFETCH": 0},
 		// By rows: ranges of one tile and of several, more ranges than
 		// tiles, and one range for every row.
-		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 64, "BY_ROWS": 1, "BLOCK_E": 8},
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8},
-		{"BLOCK_T": 8, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 1, "BY_ROWS": 1, "BLOCK_E": 8},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 64, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0},
+		{"BLOCK_T": 8, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 1, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
 	}
-	for i, s := range scheds {
+	for _, s := range scheds {
 		p, err := GroupedColwise.NewPlan(tg, sh, nil, s)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if i == 0 && p.Knob("SPLIT") != 1 {
-			t.Errorf("default schedule %v; this test wants it to cover SPLIT=1", p.Schedule)
 		}
 		for pattern := patternEdges; pattern <= patternRealistic; pattern++ {
 			for seed := uint64(1); seed <= 3; seed++ {
@@ -137,8 +138,9 @@ func TestGroupedOffsetsChecked(t *testing.T) {
 func TestGroupedGarbageOffsets(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1},
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}} {
+	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0}} {
 		p, err := GroupedColwise.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, nil, s)
 		if err != nil {
 			t.Fatal(err)
