@@ -82,11 +82,15 @@ var ExpertColwise = register(&Op{
 			{"layout": "nk"},
 			{"layout": "nk", "in": "f32", "fp8": "e5m2", "pow2": "true"},
 		},
-		Odd:       Shape{"E": 3, "K": 72, "N": 40},
-		Schedules: []schedule.Params{{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 0}, // 3 and 2 trips down K
+		Odd: Shape{"E": 3, "K": 72, "N": 40},
+		// 3 and 2 trips down K, without and with the next tile
+		// prefetched; the fused kernel prefetched.
+		Schedules: []schedule.Params{
+			{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 0},
 			{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 1},
-			{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 1}},
-		Wide:      Shape{"E": 256, "K": 7168, "N": 2048},                                     // DeepSeek-V3's full w1: 3.76e9 elements
+			{"BLOCK_K": 16, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 1},
+		},
+		Wide: Shape{"E": 256, "K": 7168, "N": 2048}, // DeepSeek-V3's full w1: 3.76e9 elements
 	},
 	Goldens: []Variant{
 		{Name: "nk", Options: Options{"layout": "nk"}},
@@ -166,8 +170,9 @@ var expertGrid = [3]expr.Expr{e("cdiv(N, BLOCK_N)"), e("cdiv(K, BLOCK_K)"), e("E
 
 // expertCandidates: tiles of BLOCK_K rows × BLOCK_N columns: 64 × 64 in 4
 // waves first (it won the tune at the three shapes that ran on the H200,
-// 2026-12-01), with the amax's next tile prefetched (0.9-1.8% faster at
-// the four bench shapes) and without, then the colwise tiles, then wider
+// 2026-12-01), without and with the amax's next tile prefetched (0.9-1.8%
+// faster at the four bench shapes, the tuned choice there; without first,
+// as it ran at 3.76·10^9 elements on the H200), then the colwise tiles, then wider
 // ones, whose rows of 128 and 256 columns read 256 and 512 contiguous
 // bytes. The amax takes enough programs to fill the GPU about 16 blocks a
 // CU over.
@@ -175,7 +180,7 @@ func expertCandidates() []Candidate {
 	split := Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(K, BLOCK_K)), pow2ceil(cdiv(16 * CUS, cdiv(N, BLOCK_N) * E))))")}
 	var out []Candidate
 	// BLOCK_K, BLOCK_N, WARPS, PREFETCH
-	for _, c := range [][4]string{{"64", "64", "4", "1"}, {"64", "64", "4", "0"}, {"128", "64", "8", "0"}, {"64", "32", "4", "0"}, {"32", "32", "4", "0"}, {"64", "128", "8", "0"}, {"32", "256", "8", "0"}} {
+	for _, c := range [][4]string{{"64", "64", "4", "0"}, {"64", "64", "4", "1"}, {"128", "64", "8", "0"}, {"64", "32", "4", "0"}, {"32", "32", "4", "0"}, {"64", "128", "8", "0"}, {"32", "256", "8", "0"}} {
 		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split, {"FUSED", e("0")}, {"PREFETCH", e(c[3])}})
 	}
 	// The fused kernel, in narrow strips so that those in flight fit in L2.
@@ -217,14 +222,13 @@ var GroupedColwise = register(&Op{
 		{Name: "BY_ROWS", Doc: "1: the two kernels' programs take SPLIT equal ranges of rows whatever the groups, each group of its range in turn; 0: SPLIT programs a group", Domain: schedule.Bool()},
 		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
 		{Name: "PREFETCH", Doc: "1: the grouped loops over a program's tiles load the next tile of x before working on this one (twice x's registers), so that its latency overlaps this tile's work and barriers; 0: each tile is loaded when its turn comes", Domain: schedule.Bool()},
-		{Name: "ORDER", Doc: "1: the two-pass kernels' grid has a group's SPLIT programs fastest, then the column blocks, so that the programs running at once store runs of SPLIT neighbouring tiles into each row of qt; 0: the column blocks fastest (one tile of each qt row at a time)", Domain: schedule.Bool()},
+		{Name: "ORDER", Doc: "1: the grid has a group's SPLIT programs (by rows: the ranges) fastest, then the column blocks, then the groups, so that the two-pass programs running at once store runs of SPLIT neighbouring tiles into each row of qt; 0: the column blocks fastest (one tile of each qt row at a time)", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_T * BLOCK_K"),
 		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes a group's column block in one program: SPLIT must be 1"},
 		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups; 2 with ORDER=1) holds at most 65535 programs"},
 		{Cond: e("ORDER == 0 || cdiv(K, BLOCK_K) <= 65535"), Why: "with ORDER=1 grid axis 1 (column blocks) holds at most 65535 programs"},
-		{Cond: e("ORDER == 0 || FUSED == 0 && BY_ROWS == 0"), Why: "ORDER orders the two-pass kernels' programs (FUSED=0, BY_ROWS=0)"},
 		{Cond: e("BY_ROWS == 0 || FUSED == 0"), Why: "the by-rows kernels are two (FUSED=0)"},
 		{Cond: e("BY_ROWS == 0 || BLOCK_E >= E"), Why: "a by-rows program reads every group's offsets at once: BLOCK_E must be at least E"},
 		{Cond: e("BY_ROWS == 1 || BLOCK_E == 1"), Why: "BLOCK_E is the by-rows kernels' (BY_ROWS=1); elsewhere it must be 1"},
@@ -242,17 +246,20 @@ var GroupedColwise = register(&Op{
 		GPU:     []Shape{{"T": 4096, "K": 2048, "E": 16}, {"T": 3000, "K": 777, "E": 7}, {"T": 20000, "K": 64, "E": 3}},
 		Options: []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
 		Odd:     Shape{"T": 200, "K": 72, "E": 5},
-		// By rows: ranges of 64 rows that cut groups, the last one short.
-		// ORDER=1: a group's programs fastest on the grid.
-		// ORDER and PREFETCH, each way, in each kind of kernel.
-		Schedules: []schedule.Params{{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0},
+		// ORDER and PREFETCH, each way, in each kind of kernel; by rows,
+		// ranges of 64 rows that cut groups, the last one short.
+		Schedules: []schedule.Params{
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0},
 			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 0},
 			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1},
 			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1},
 			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1},
 			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1},
-			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
-		Wide:      Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
+			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 1, "PREFETCH": 1},
+			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1},
+		},
+		Wide: Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
@@ -318,8 +325,9 @@ var GroupedColwise = register(&Op{
 // programs per group × column blocks × groups.
 var groupedGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORDER == 1 ? cdiv(K, BLOCK_K) : E"), e("ORDER == 1 ? E : SPLIT")}
 
-// byRowsGrid: column blocks × 1 × ranges of rows.
-var byRowsGrid = [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("1"), e("SPLIT")}
+// byRowsGrid: column blocks × 1 × ranges of rows, or (ORDER=1) ranges ×
+// column blocks × 1.
+var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORDER == 1 ? cdiv(K, BLOCK_K) : 1"), e("ORDER == 1 ? 1 : SPLIT")}
 
 // groupedCandidates, from the H200's sweeps (2026-12-01, at T=65536, K=7168,
 // E=8; T=32768, K=2048, E=16; T=16384, K=5120, E=64): first the two-pass

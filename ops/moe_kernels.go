@@ -122,9 +122,9 @@ func expertFusedKernel(b *ir.Builder, c *Call) {
 
 // The grid axes of the grouped kernels' programs: column block, group,
 // and program of its group (range of rows by rows). ORDER=1 puts a group's
-// programs fastest, then the column blocks: the programs that run at once
-// then take neighbouring tiles of a group, and qt's rows (T bytes apart)
-// take runs of SPLIT tiles at a time instead of one tile each.
+// programs fastest, then the column blocks: the two-pass programs that run
+// at once then take neighbouring tiles of a group, and qt's rows (T bytes
+// apart) take runs of SPLIT tiles at a time instead of one tile each.
 const (
 	axisCol = iota
 	axisGroup
