@@ -289,9 +289,10 @@ var Colwise = register(&Op{
 })
 
 // colCandidates: the column tiles, BLOCK_M rows × BLOCK_K columns, with
-// about one wave of amax programs, 4 a CU (rounded up to a power of two
-// of programs a column block), then the first tile with half and twice
-// that. One tile a program ran the H200's 8192×8192 at 38% of copy; 16
+// about one wave of amax programs: 4 a CU, rounded up to a power of two
+// of programs a column block (at 8192² 1024 programs, about 8 a CU, as
+// many as its registers let a CU hold), then the first tile with half and
+// twice that. One tile a program ran the H200's 8192×8192 at 38% of copy; 16
 // blocks a CU, 4 tiles a program there, ran its amax at 2.8 TB/s, and 4
 // a CU (16 tiles a program) at 3.4: 97.6 against 107.8 µs, 98.3 against
 // 105.0 at 16384×4096, 86.9 against 94.3 at 4096×14336 (2026-12-01).
@@ -325,7 +326,7 @@ func columnTiles(rows, cols string, more ...Assign) []Candidate {
 
 // prefetchKnob: the amax loops' software pipelining, a knob of the ops
 // whose amax loops over tiles.
-var prefetchKnob = schedule.Knob{Name: "PREFETCH", Doc: "1: the amax loop loads its next tile before taking this one's max (twice the registers for x), so that a warp has two tiles' loads in flight; 0: one", Domain: schedule.Bool()}
+var prefetchKnob = schedule.Knob{Name: "PREFETCH", Doc: "1: the amax loop (in the expert's fused kernel, its amax loop only) loads its next tile before taking this one's max (twice the registers for x), so that a warp has two tiles' loads in flight; 0: one", Domain: schedule.Bool()}
 
 var colGrid = [3]expr.Expr{e("cdiv(M, BLOCK_M)"), e("cdiv(K, BLOCK_K)"), e("1")}
 

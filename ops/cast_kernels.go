@@ -109,25 +109,32 @@ func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
 // thread its own elements: no exchange in the loop). With prefetch the
 // loop carries the next tile's load, issued before this tile's max.
 func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int, prefetch bool) *ir.Value {
-	load := func(r0 *ir.Value) *ir.Value {
+	// ahead: a tile that may start past nrows (the prefetches), whose
+	// rows' addresses are clamped into [0, nrows) (masked rows read
+	// nothing) so that the index width need not cover them.
+	load := func(r0 *ir.Value, ahead bool) *ir.Value {
 		rows := b.Add(b.MultipleOf(r0, br), b.Arange(br)).Named("rows")
+		mrows := rows
+		if ahead {
+			rows = b.Max(b.Min(rows, b.Sub(nrows, 1)), 0).Named("rows_in")
+		}
 		at := b.Col(rows)
 		if base != nil {
 			at = b.Add(base, at)
 		}
 		offs := b.Add(b.Mul(at, ncols), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(b.Lt(rows, nrows)), b.Row(b.Lt(cols, ncols))).Named("mask")
+		mask := b.And(b.Col(b.Lt(mrows, nrows)), b.Row(b.Lt(cols, ncols))).Named("mask")
 		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
 	acc0 := b.Full(ir.F32, 0, br, bc).Named("amax_rows")
 	if !prefetch {
 		acc := b.For(start, nrows, step, []*ir.Value{acc0}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(load(r0), ir.F32).Named("xf")))}
+			return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(load(r0, false), ir.F32).Named("xf")))}
 		})
 		return acc[0]
 	}
-	out := b.For(start, nrows, step, []*ir.Value{load(start).Named("x_next"), acc0}, func(r0 *ir.Value, c []*ir.Value) []*ir.Value {
-		next := load(b.Add(r0, step)).Named("x_next")
+	out := b.For(start, nrows, step, []*ir.Value{load(start, true).Named("x_next"), acc0}, func(r0 *ir.Value, c []*ir.Value) []*ir.Value {
+		next := load(b.Add(r0, step), true).Named("x_next")
 		return []*ir.Value{next, b.Max(c[1], b.Abs(b.Cast(c[0], ir.F32).Named("xf")))}
 	})
 	return out[1]

@@ -99,6 +99,8 @@ var ExpertColwise = register(&Op{
 		{Name: "i64", Shape: Shape{"E": 256, "K": 7168, "N": 2048}},
 		{Name: "fused", Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 0}},
 		{Name: "fused_nk", Options: Options{"layout": "nk"}, Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "PREFETCH": 0}},
+		// The amax's next tile prefetched, the tuned choice at the bench shapes.
+		{Name: "prefetch", Schedule: schedule.Params{"BLOCK_K": 64, "BLOCK_N": 64, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "PREFETCH": 1}},
 	},
 	// Row by row, expert by expert in parallel (column by column, strided,
 	// the DeepSeek-V3 shape took a minute): a max does not depend on the
@@ -258,13 +260,18 @@ var GroupedColwise = register(&Op{
 			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0},
 			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 1, "PREFETCH": 1},
 			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0},
+			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 1, "PREFETCH": 0},
+			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 0},
 		},
 		Wide: Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
-		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0}},
+		// The fused and by-rows kernels as the H200's tuning ships them
+		// (PREFETCH=1).
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1}},
+		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1}},
 		// The two-pass kernels as they were before ORDER and PREFETCH.
 		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
 	},

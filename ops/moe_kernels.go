@@ -131,8 +131,8 @@ const (
 	axisSplit
 )
 
-// pid is the program's index along one of the grouped grid's axes.
-func pid(b *ir.Builder, c *Call, axis int) *ir.Value {
+// groupedPID is the program's index along one of the grouped grid's axes.
+func groupedPID(b *ir.Builder, c *Call, axis int) *ir.Value {
 	if c.Knob("ORDER") == 1 {
 		return b.ProgramID([3]int{1, 2, 0}[axis])
 	}
@@ -144,7 +144,7 @@ func pid(b *ir.Builder, c *Call, axis int) *ir.Value {
 // memory outside its tensors; bad reports whether they needed it (or the
 // last group does not end at T).
 func groupRows(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (lo, hi, bad *ir.Value) {
-	return groupRowsOf(b, offsets, t, ne, pid(b, c, axisGroup))
+	return groupRowsOf(b, offsets, t, ne, groupedPID(b, c, axisGroup))
 }
 
 // groupRowsOf is groupRows for group g.
@@ -179,7 +179,7 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 	if byRows {
 		split = 1
 	} else {
-		start = b.Add(start, b.Mul(pid(b, c, axisSplit), bt))
+		start = b.Add(start, b.Mul(groupedPID(b, c, axisSplit), bt))
 	}
 	return b.MultipleOf(start.Named("t_start"), bt), bt * split
 }
@@ -190,8 +190,15 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 // works on this one, so that its latency overlaps this tile's work and
 // barriers; a load past hi is all masked and reads nothing.
 func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
-	load := func(t0 *ir.Value) *ir.Value {
+	// ahead: a tile that may start past hi (the prefetches). Its rows'
+	// addresses are clamped into [0, hi) (masked rows read nothing), so
+	// that they reach no further than the tiles' own: the index width
+	// follows the farthest address a kernel can form.
+	load := func(t0 *ir.Value, ahead bool) *ir.Value {
 		rows, rmask := groupedRows(b, c, t0, lo, hi)
+		if ahead {
+			rows = b.Max(b.Min(rows, b.Sub(hi, 1)), 0).Named("rows_in")
+		}
 		cols := groupedCols(b, c)
 		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
 		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
@@ -199,14 +206,14 @@ func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, 
 	}
 	if c.Knob("PREFETCH") == 0 {
 		return groupTiles(b, c, lo, hi, byRows, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
-			return body(t0, b.Cast(load(t0), ir.F32).Named("xf"), carried)
+			return body(t0, b.Cast(load(t0, false), ir.F32).Named("xf"), carried)
 		})
 	}
 	start, step := groupTileStart(b, c, lo, byRows)
-	first := load(start).Named("x_next")
+	first := load(start, true).Named("x_next")
 	out := b.For(start, hi, step, append([]*ir.Value{first}, inits...), func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
 		t0 = b.MultipleOf(t0, c.Knob("BLOCK_T"))
-		next := load(b.MultipleOf(b.Add(t0, step), c.Knob("BLOCK_T"))).Named("x_next")
+		next := load(b.MultipleOf(b.Add(t0, step), c.Knob("BLOCK_T")), true).Named("x_next")
 		return append([]*ir.Value{next}, body(t0, b.Cast(carried[0], ir.F32).Named("xf"), carried[1:])...)
 	})
 	return out[1:]
@@ -222,7 +229,7 @@ func groupedRows(b *ir.Builder, c *Call, t0, lo, hi *ir.Value) (rows, ok *ir.Val
 
 func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 	bk := c.Knob("BLOCK_K")
-	return b.Add(b.Mul(pid(b, c, axisCol), bk), b.Arange(bk)).Named("cols")
+	return b.Add(b.Mul(groupedPID(b, c, axisCol), bk), b.Arange(bk)).Named("cols")
 }
 
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
@@ -241,11 +248,11 @@ func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	amax := b.Param("amax", ir.F32)
 	status := b.Param("status", ir.I32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := pid(b, c, axisGroup)
+	g := groupedPID(b, c, axisGroup)
 	lo, hi, bad := groupRows(b, c, offsets, t, ne)
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(pid(b, c, axisCol), 0), b.Eq(pid(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
 	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
@@ -259,13 +266,13 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := pid(b, c, axisGroup)
+	g := groupedPID(b, c, axisGroup)
 	lo, hi, _ := groupRows(b, c, offsets, t, ne)
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
 	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(pid(b, c, axisSplit), 0)))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(groupedPID(b, c, axisSplit), 0)))
 }
 
 // groupedCastRows casts the program's tiles of its group's rows [lo, hi)
@@ -296,9 +303,9 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	amaxp := b.Param("amax", ir.F32)
 	status := b.Param("status", ir.I32)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := pid(b, c, axisGroup)
+	g := groupedPID(b, c, axisGroup)
 	lo, hi, bad := groupRows(b, c, offsets, t, ne)
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(pid(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
 	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
 	cols := groupedCols(b, c)
@@ -308,7 +315,8 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
 }
 
-// The by-rows kernels (BY_ROWS=1): program (pk, 0, ps) takes the ps-th of
+// The by-rows kernels (BY_ROWS=1): the program of column block pk and range
+// ps (grid (pk, 0, ps), or (ps, pk, 0) with ORDER=1) takes the ps-th of
 // SPLIT equal ranges of rows whatever the groups, and in it each group it
 // meets in turn, so that no program's work follows its group's length.
 // On the H200 (2026-12-01) that won at T=32768, E=16 (151 against 170 µs)
@@ -320,7 +328,7 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
 	bt := c.Knob("BLOCK_T")
 	per := b.Mul(b.CDiv(b.CDiv(t, bt), c.Knob("SPLIT")), bt).Named("range_rows")
-	r0 = b.Min(b.Mul(pid(b, c, axisSplit), per), t).Named("row0")
+	r0 = b.Min(b.Mul(groupedPID(b, c, axisSplit), per), t).Named("row0")
 	r1 = b.Min(b.Add(r0, per), t).Named("row1")
 	return r0, r1
 }
@@ -359,7 +367,7 @@ func groupedAmaxByRowsKernel(b *ir.Builder, c *Call) {
 	gs, lo, hi := groupedOffsets(b, c, offsets, t, ne)
 	bad := b.Or(b.Or(b.Lt(lo, 0), b.Lt(hi, lo)), b.Or(b.Gt(hi, t), b.And(b.Eq(gs, b.Sub(ne, 1)), b.Ne(hi, t))))
 	worst := b.Reduce(b.Where(b.And(bad, b.Lt(gs, ne)), b.Sub(ne, gs), b.Int(0)), 0, ir.RMax).Named("worst")
-	first := b.And(b.Eq(pid(b, c, axisCol), 0), b.Eq(pid(b, c, axisSplit), 0))
+	first := b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))
 	b.AtomicMax(status, b.Cast(worst, ir.I32), b.And(first, b.Gt(worst, 0)), ir.Relaxed, ir.ScopeAgent)
 	r0, r1 := groupedRange(b, c, t)
 	g0, g1 := groupsMet(b, hi, ne, r0, r1)
@@ -396,7 +404,7 @@ func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
 	})
 	// Every group's inv_scale, empty ones too (which no range meets): each
 	// program those of every SPLIT-th group from its own.
-	b.For(pid(b, c, axisSplit), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+	b.For(groupedPID(b, c, axisSplit), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		scale, scols := scaleOfGroup(g)
 		b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(groupedCols(b, c), k))
 		return nil

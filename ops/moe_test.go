@@ -57,6 +57,9 @@ func TestGroupedOffsetsPatterns(t *testing.T) {
 		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 64, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0},
 		{"BLOCK_T": 8, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 1, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
+		// ORDER=1 in the fused and by-rows kernels.
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 64, "BY_ROWS": 1, "BLOCK_E": 8},
 	}
 	for _, s := range scheds {
 		p, err := GroupedColwise.NewPlan(tg, sh, nil, s)
@@ -140,7 +143,8 @@ func TestGroupedGarbageOffsets(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0},
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0}} {
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8}} {
 		p, err := GroupedColwise.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, nil, s)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,8 @@
 # in the op's size order) under its default (tuned) schedule, with the clocks
 # left as they are (--clock-control none: the bench's conditions), into
 # OUTDIR/NAME.ncu-rep and its text OUTDIR/NAME.txt. SCHEDULE overrides knobs;
-# COUNT (default 2) is how many kernel launches are profiled.
+# COUNT (default 2, the two kernels of a two-pass schedule; 1 for a
+# one-kernel one) is how many kernel launches are profiled.
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
 shift
@@ -24,7 +25,7 @@ while [ $# -ge 3 ]; do
 	sched=()
 	[ -n "${SCHEDULE:-}" ] && sched=(--schedule "$SCHEDULE")
 	timeout "${LIMIT:-150}" ncu --clock-control none -k "regex:^${op%%_*}_" -c "${COUNT:-2}" "${flags[@]}" -f -o "$out/$name" \
-		"$bin/fp8gen" bench --ops "$op" --shapes "$shape" --peers off --check=false --iters 1 --warm 0 "${sched[@]}" --out "$out/$name.bench" > "$out/$name.run.txt" 2>&1
+		"$bin/fp8gen" bench --ops "$op" --shapes "$shape" --peers off --check=false --iters 1 --warm 0 ${sched[@]+"${sched[@]}"} --out "$out/$name.bench" > "$out/$name.run.txt" 2>&1
 	rc=$?
 	ncu -i "$out/$name.ncu-rep" --print-summary none > "$out/$name.txt" 2>&1
 	echo "$name: rc=$rc ($(($(date +%s) - t0)) s)" | tee -a "$out/log.txt"

@@ -8,7 +8,7 @@
 # --shapes, SCHEDULE as --schedule). Each point is timed by fp8gen bench
 # (the L2 flushed between launches, the median of ITERS, default 50; no
 # peers, no reference check: the tests check) into OUTDIR/sweep.tsv (op,
-# shape, schedule, µs, the copy's µs). On a line that ends in ncu (or on
+# shape, the whole schedule that ran, µs, the copy's µs). On a line that ends in ncu (or on
 # every line with NCU=1) ncu also reads each kernel's duration of one
 # launch into OUTDIR/kernels.tsv, to say which kernel of a chain a knob
 # moved. DEADLINE (seconds, default 500) stops the sweep between points.
@@ -31,6 +31,9 @@ while read -r op shape sched flag; do
 		--iters "${ITERS:-50}" --warm 5 --out "$out/$n" > "$log" 2>&1 < /dev/null
 	us=$(grep -oP 'fp8gen \K[0-9.]+(?= µs)' "$log" | head -1)
 	copy=$(grep -oP 'of copy \(\K[0-9.]+(?= µs)' "$log" | head -1)
+	# The schedule that ran: SCHEDULE's knobs over the binary's default.
+	ran=$(grep -ohP '"schedule": "[a-z_0-9]+\(\K[A-Z_0-9=,]+' "$out/$n"/*.json 2>/dev/null | head -1)
+	sched=${ran:-$sched}
 	printf '%s\t%s\t%s\t%s\t%s\n' "$op" "$shape" "$sched" "${us:-error}" "${copy:-}" | tee -a "$out/sweep.tsv"
 	if [ "${NCU:-0}" = 1 ] || [ "${flag:-}" = ncu ]; then
 		ncu --clock-control none --metrics gpu__time_duration.sum -k "regex:^${op%%_*}_" -c "${COUNT:-2}" --csv \
