@@ -391,6 +391,9 @@ func (b *Builder) PtrAdd(p *Value, offs any) *Value {
 // n (a power of two), as Triton's multiple_of: offsets built from it may
 // then be accessed as aligned vectors. The interpreter checks the claim.
 func (b *Builder) MultipleOf(x *Value, n int) *Value {
+	if a, ok := x.Attr.(AssumeAttr); ok && x.Op == OpAssume && n > 0 && a.Div%n == 0 && a.Contig == 1 {
+		return x // already asserted: a second hint adds nothing
+	}
 	return b.val(OpAssume, x.Type, AssumeAttr{Div: n, Contig: 1}, x)
 }
 

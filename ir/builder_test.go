@@ -314,3 +314,17 @@ func TestDSLValid(t *testing.T) {
 		t.Errorf("params %v; want x, y, n", f.Params)
 	}
 }
+
+// A multiple_of hint implied by one the value already carries adds no op;
+// one it does not imply does.
+func TestMultipleOfImplied(t *testing.T) {
+	b := ir.NewBuilder("hints", sm90(t))
+	n := b.Size("n")
+	h := b.MultipleOf(n, 8)
+	if got := b.MultipleOf(h, 4); got != h {
+		t.Errorf("multiple_of 4 of a multiple of 8: a new value %v; want the hinted one", got)
+	}
+	if got := b.MultipleOf(h, 16); got == h {
+		t.Error("multiple_of 16 of a multiple of 8 returned the weaker hint")
+	}
+}

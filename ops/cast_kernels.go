@@ -103,20 +103,47 @@ func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
 	return loadF32(b, x, offs, mask)
 }
 
+// tileLoop runs body over the tiles whose first rows are r0 = start,
+// start+step, … below end, each r0 a multiple of align, with the tile
+// load(r0, ahead) reads. With prefetch the loop carries the
+// next tile's load, issued before body works on this one, so that its
+// latency overlaps this tile's work and barriers; ahead tells load that its
+// tile may start past end (it should read nothing there, and form no
+// address past the tensor's rows, lest the index width have to cover it).
+func tileLoop(b *ir.Builder, start, end *ir.Value, step, align int, prefetch bool, load func(r0 *ir.Value, ahead bool) *ir.Value,
+	inits []*ir.Value, body func(r0, tile *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	if !prefetch {
+		return b.For(start, end, step, inits, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
+			r0 = b.MultipleOf(r0, align)
+			return body(r0, load(r0, false), carried)
+		})
+	}
+	out := b.For(start, end, step, append([]*ir.Value{load(b.MultipleOf(start, align), true).Named("x_next")}, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		r0 = b.MultipleOf(r0, align)
+		next := load(b.MultipleOf(b.Add(r0, step), align), true).Named("x_next")
+		return append([]*ir.Value{next}, body(r0, carried[0], carried[1:])...)
+	})
+	return out[1:]
+}
+
+// rowsWithin is a tile's rows clamped into [0, end) for its addresses
+// (its mask keeps the rows as they are): a tile loaded ahead forms no
+// address past the rows that exist.
+func rowsWithin(b *ir.Builder, rows, end *ir.Value) *ir.Value {
+	return b.Max(b.Min(rows, b.Sub(end, 1)), 0).Named("rows_in")
+}
+
 // amaxDown is the loop of the [br, bc] tiles at columns cols of a
 // row-major matrix of nrows × ncols whose first row is base (nil: 0), from
 // row start every step rows, into a register accumulator of max |x| (each
 // thread its own elements: no exchange in the loop). With prefetch the
 // loop carries the next tile's load, issued before this tile's max.
 func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int, prefetch bool) *ir.Value {
-	// ahead: a tile that may start past nrows (the prefetches), whose
-	// rows' addresses are clamped into [0, nrows) (masked rows read
-	// nothing) so that the index width need not cover them.
 	load := func(r0 *ir.Value, ahead bool) *ir.Value {
-		rows := b.Add(b.MultipleOf(r0, br), b.Arange(br)).Named("rows")
+		rows := b.Add(r0, b.Arange(br)).Named("rows")
 		mrows := rows
 		if ahead {
-			rows = b.Max(b.Min(rows, b.Sub(nrows, 1)), 0).Named("rows_in")
+			rows = rowsWithin(b, rows, nrows)
 		}
 		at := b.Col(rows)
 		if base != nil {
@@ -126,18 +153,11 @@ func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step,
 		mask := b.And(b.Col(b.Lt(mrows, nrows)), b.Row(b.Lt(cols, ncols))).Named("mask")
 		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
-	acc0 := b.Full(ir.F32, 0, br, bc).Named("amax_rows")
-	if !prefetch {
-		acc := b.For(start, nrows, step, []*ir.Value{acc0}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(load(r0, false), ir.F32).Named("xf")))}
+	acc := tileLoop(b, start, nrows, step, br, prefetch, load, []*ir.Value{b.Full(ir.F32, 0, br, bc).Named("amax_rows")},
+		func(_, tile *ir.Value, acc []*ir.Value) []*ir.Value {
+			return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(tile, ir.F32).Named("xf")))}
 		})
-		return acc[0]
-	}
-	out := b.For(start, nrows, step, []*ir.Value{load(start, true).Named("x_next"), acc0}, func(r0 *ir.Value, c []*ir.Value) []*ir.Value {
-		next := load(b.Add(r0, step), true).Named("x_next")
-		return []*ir.Value{next, b.Max(c[1], b.Abs(b.Cast(c[0], ir.F32).Named("xf")))}
-	})
-	return out[1]
+	return acc[0]
 }
 
 // colAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column

@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -245,26 +246,11 @@ var GroupedColwise = register(&Op{
 		// shorter and longer than a tile.
 		Shapes: []Shape{{"T": 1, "K": 1, "E": 1}, {"T": 7, "K": 33, "E": 3}, {"T": 5, "K": 40, "E": 8}, {"T": 130, "K": 17, "E": 4},
 			{"T": 300, "K": 70, "E": 5}, {"T": 64, "K": 256, "E": 2}, {"T": 1000, "K": 33, "E": 9}},
-		GPU:     []Shape{{"T": 4096, "K": 2048, "E": 16}, {"T": 3000, "K": 777, "E": 7}, {"T": 20000, "K": 64, "E": 3}},
-		Options: []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
-		Odd:     Shape{"T": 200, "K": 72, "E": 5},
-		// ORDER and PREFETCH, each way, in each kind of kernel; by rows,
-		// ranges of 64 rows that cut groups, the last one short.
-		Schedules: []schedule.Params{
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 0},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 0},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1},
-			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1},
-			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 1, "PREFETCH": 1},
-			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0},
-			{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 1, "PREFETCH": 0},
-			{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 0},
-		},
-		Wide: Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
+		GPU:       []Shape{{"T": 4096, "K": 2048, "E": 16}, {"T": 3000, "K": 777, "E": 7}, {"T": 20000, "K": 64, "E": 3}},
+		Options:   []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}},
+		Odd:       Shape{"T": 200, "K": 72, "E": 5},
+		Schedules: groupedTestSchedules(),
+		Wide:      Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
 	},
 	Goldens: []Variant{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
@@ -361,6 +347,30 @@ func groupedCandidates() []Candidate {
 	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K)))))")}
 	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")}, Assign{"PREFETCH", e("1")})[:2] {
 		out = append(out, c)
+	}
+	return out
+}
+
+// groupedTestSchedules are the points beyond the candidates that the
+// every-schedule tests run at Odd: ORDER and PREFETCH, each way, in each
+// kind of kernel (the two-pass with 2 and 4 programs a group; by rows,
+// ranges of 64 rows that cut groups, the last one short).
+func groupedTestSchedules() []schedule.Params {
+	kinds := []schedule.Params{
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1},
+	}
+	var out []schedule.Params
+	for _, k := range kinds {
+		for _, order := range []int{0, 1} {
+			for _, prefetch := range []int{0, 1} {
+				s := maps.Clone(k)
+				s["ORDER"], s["PREFETCH"] = order, prefetch
+				out = append(out, s)
+			}
+		}
 	}
 	return out
 }

@@ -159,20 +159,10 @@ func groupRowsOf(b *ir.Builder, offsets, t, ne, g *ir.Value) (lo, hi, bad *ir.Va
 	return lo, hi, bad
 }
 
-// groupTiles runs body over the tiles of rows [lo, hi) this program takes:
-// tiles aligned to BLOCK_T (so that stores along T start on vector
-// boundaries), every SPLIT-th from the program's own. body gets each
-// tile's first row.
-// With byRows the program takes every tile of [lo, hi).
-func groupTiles(b *ir.Builder, c *Call, lo, hi *ir.Value, byRows bool, inits []*ir.Value, body func(t0 *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
-	start, step := groupTileStart(b, c, lo, byRows)
-	return b.For(start, hi, step, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		return body(b.MultipleOf(t0, c.Knob("BLOCK_T")), carried)
-	})
-}
-
-// groupTileStart is the first row of the program's first tile and the rows
-// between its tiles.
+// groupTileStart is the first row of the program's first tile and the
+// rows between its tiles: tiles aligned to BLOCK_T (so that stores along T
+// start on vector boundaries), every SPLIT-th from the program's own; with
+// byRows every tile.
 func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *ir.Value, step int) {
 	bt, split := c.Knob("BLOCK_T"), c.Knob("SPLIT")
 	start = b.Mul(b.Div(lo, bt), bt)
@@ -184,39 +174,27 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 	return b.MultipleOf(start.Named("t_start"), bt), bt * split
 }
 
-// groupTilesOfX is groupTiles with each tile of x (the program's column
-// block, rows outside [lo, hi) masked) loaded for body as f32. With
-// PREFETCH=1 the loop carries the next tile's load, issued before body
-// works on this one, so that its latency overlaps this tile's work and
-// barriers; a load past hi is all masked and reads nothing.
+// groupTilesOfX runs body over the tiles of rows [lo, hi) this program
+// takes (groupTileStart's), each tile of x (the program's column block,
+// rows outside [lo, hi) masked) loaded for body as f32 and, with
+// PREFETCH=1, the next one loaded before body works on this one
+// (tileLoop).
 func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
-	// ahead: a tile that may start past hi (the prefetches). Its rows'
-	// addresses are clamped into [0, hi) (masked rows read nothing), so
-	// that they reach no further than the tiles' own: the index width
-	// follows the farthest address a kernel can form.
 	load := func(t0 *ir.Value, ahead bool) *ir.Value {
 		rows, rmask := groupedRows(b, c, t0, lo, hi)
 		if ahead {
-			rows = b.Max(b.Min(rows, b.Sub(hi, 1)), 0).Named("rows_in")
+			rows = rowsWithin(b, rows, hi)
 		}
 		cols := groupedCols(b, c)
 		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
 		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
 		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
-	if c.Knob("PREFETCH") == 0 {
-		return groupTiles(b, c, lo, hi, byRows, inits, func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
-			return body(t0, b.Cast(load(t0, false), ir.F32).Named("xf"), carried)
-		})
-	}
 	start, step := groupTileStart(b, c, lo, byRows)
-	first := load(start, true).Named("x_next")
-	out := b.For(start, hi, step, append([]*ir.Value{first}, inits...), func(t0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		t0 = b.MultipleOf(t0, c.Knob("BLOCK_T"))
-		next := load(b.MultipleOf(b.Add(t0, step), c.Knob("BLOCK_T")), true).Named("x_next")
-		return append([]*ir.Value{next}, body(t0, b.Cast(carried[0], ir.F32).Named("xf"), carried[1:])...)
-	})
-	return out[1:]
+	return tileLoop(b, start, hi, step, c.Knob("BLOCK_T"), c.Knob("PREFETCH") == 1, load, inits,
+		func(t0, tile *ir.Value, carried []*ir.Value) []*ir.Value {
+			return body(t0, b.Cast(tile, ir.F32).Named("xf"), carried)
+		})
 }
 
 // groupedRows are a tile's rows from its first, and the mask of those in
