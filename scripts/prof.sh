@@ -7,7 +7,8 @@
 # profiles the first launch of each kernel of OP at SHAPE (sizes joined by x,
 # in the op's size order) under its default (tuned) schedule, with the clocks
 # left as they are (--clock-control none: the bench's conditions), into
-# OUTDIR/NAME.ncu-rep and its text OUTDIR/NAME.txt. SCHEDULE overrides knobs;
+# OUTDIR/NAME.ncu-rep, its text OUTDIR/NAME.txt and every metric collected
+# in OUTDIR/NAME.raw.csv. SCHEDULE overrides knobs;
 # COUNT (default 2, the two kernels of a two-pass schedule; 1 for a
 # one-kernel one) is how many kernel launches are profiled.
 set -uo pipefail
@@ -28,5 +29,7 @@ while [ $# -ge 3 ]; do
 		"$bin/fp8gen" bench --ops "$op" --shapes "$shape" --peers off --check=false --iters 1 --warm 0 ${sched[@]+"${sched[@]}"} --out "$out/$name.bench" > "$out/$name.run.txt" 2>&1
 	rc=$?
 	ncu -i "$out/$name.ncu-rep" --print-summary none > "$out/$name.txt" 2>&1
+	# Every metric collected (the stall reasons behind WarpStateStats' chart too).
+	ncu -i "$out/$name.ncu-rep" --page raw --csv > "$out/$name.raw.csv" 2>&1
 	echo "$name: rc=$rc ($(($(date +%s) - t0)) s)" | tee -a "$out/log.txt"
 done
