@@ -204,10 +204,7 @@ func (e *emitter) load(v *ir.Value) {
 		return
 	}
 	e.vectors(n, vec, func(r string) {
-		var conds []string
-		for j := 0; j < vec; j++ {
-			conds = append(conds, e.val(m, reg(r, j), precAndAnd+1))
-		}
+		conds := e.wholeConds(v, m, r, vec)
 		if v.Mem().Uniform { // one mask bit stands for the vector
 			conds = []string{e.top(m, r)}
 		}
@@ -266,10 +263,7 @@ func (e *emitter) store(v *ir.Value) {
 			e.line("%s*(%s*)(%s) = %s;", e.guard(m, r), vt, e.top(p, r), val)
 			return
 		}
-		var conds []string
-		for j := 0; j < vec; j++ {
-			conds = append(conds, e.val(m, reg(r, j), precAndAnd+1))
-		}
+		conds := e.wholeConds(v, m, r, vec)
 		e.line("if (%s) {", strings.Join(conds, " && "))
 		e.line("  *(%s*)(%s) = %s;", vt, e.top(p, r), val)
 		e.line("} else {")
@@ -279,6 +273,20 @@ func (e *emitter) store(v *ir.Value) {
 		}
 		e.line("}")
 	})
+}
+
+// wholeConds are the mask bits whose conjunction says that the vector of
+// registers r … r+vec-1 moves whole: every bit, or where the mask holds on
+// one interval of the vector (Ends), the first and the last.
+func (e *emitter) wholeConds(v, m *ir.Value, r string, vec int) []string {
+	if v.Mem().Ends {
+		return []string{e.val(m, r, precAndAnd+1), e.val(m, reg(r, vec-1), precAndAnd+1)}
+	}
+	var conds []string
+	for j := 0; j < vec; j++ {
+		conds = append(conds, e.val(m, reg(r, j), precAndAnd+1))
+	}
+	return conds
 }
 
 func (e *emitter) atomic(v *ir.Value) {

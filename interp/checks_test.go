@@ -51,6 +51,64 @@ func TestUniformMaskClaimChecked(t *testing.T) {
 	}
 }
 
+// rangeCopy copies x[lo:hi] to y (256 floats), or with hole every element
+// but x[hole].
+func rangeCopy(hole bool) func(b *ir.Builder) {
+	return func(b *ir.Builder) {
+		x := b.Param("x", ir.F32)
+		y := b.Param("y", ir.F32)
+		lo, hi := b.Size("lo"), b.Size("hi")
+		offs := b.Arange(256)
+		m := b.And(b.Ge(offs, lo), b.Lt(offs, hi))
+		if hole {
+			m = b.Ne(offs, lo)
+		}
+		b.Store(b.PtrAdd(y, offs), b.Load(b.PtrAdd(x, offs), m, nil), m)
+	}
+}
+
+// A mask that holds on one interval of each vector (rows of a group,
+// whose bounds fall anywhere) is tested at the vector's two ends: the
+// copy of any range is exact, and a mask with a hole, claimed to be an
+// interval, is refuted before anything is written.
+func TestIntervalMaskClaimChecked(t *testing.T) {
+	f := kernel(t, 4, nil, rangeCopy(false))
+	st := findOp(f, ir.OpStore)
+	if !st.Mem().Ends || st.Mem().Uniform || st.Mem().Vec != 4 {
+		t.Fatalf("store %s: want vec=4 ends", st.LongString())
+	}
+	src := make([]float32, 256)
+	for i := range src {
+		src[i] = float32(i + 1)
+	}
+	for _, r := range [][2]int{{0, 256}, {1, 255}, {3, 5}, {5, 6}, {8, 8}, {7, 9}, {250, 256}} {
+		y := captest.F32s(make([]float32, 256))
+		if err := launch(t, f, [3]int{1, 1, 1}, captest.F32s(src), y, r[0], r[1]); err != nil {
+			t.Fatalf("range %v: %v", r, err)
+		}
+		for i := 0; i < 256; i++ {
+			want := float32(0)
+			if i >= r[0] && i < r[1] {
+				want = src[i]
+			}
+			if got := captest.GetF32(y, i); got != want {
+				t.Fatalf("range %v: y[%d] = %v; want %v", r, i, got, want)
+			}
+		}
+	}
+	g := kernel(t, 4, nil, rangeCopy(true))
+	st = findOp(g, ir.OpStore)
+	if st.Mem().Ends || st.Mem().Uniform {
+		t.Fatalf("store %s: != is no interval", st.LongString())
+	}
+	st.Mem().Ends = true
+	y := captest.F32s(make([]float32, 256))
+	err := launch(t, g, [3]int{1, 1, 1}, captest.F32s(src), y, 5, 0)
+	if err == nil || !strings.Contains(err.Error(), "claimed to hold on one interval, but it holds on two") {
+		t.Fatalf("error %v; want the interval claim refuted", err)
+	}
+}
+
 // An LDS vector must be aligned to its width: 8 bytes from rows 68 bytes
 // apart are not.
 func TestLDSVectorChecked(t *testing.T) {

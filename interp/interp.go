@@ -497,19 +497,34 @@ func writeBits(mem []byte, x uint64) {
 // memory access: whether it moves as one vector (every mask bit set, or
 // the first standing for all where lowering said so), after checking what
 // the GPU needs of a vector: addresses consecutive, the first aligned to
-// the whole vector, and a claimed-uniform mask indeed uniform.
-func vectorCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, size int, uniform bool) (whole bool, err error) {
-	return stridedCheck(v, addr, mask, r0, vec, 1, size, uniform)
+// the whole vector, a claimed-uniform mask indeed uniform, and a mask
+// claimed to hold on one interval (ends: its end bits decide) indeed so.
+func vectorCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, size int, uniform, ends bool) (whole bool, err error) {
+	return stridedCheck(v, addr, mask, r0, vec, 1, size, uniform, ends)
 }
 
 // stridedCheck is vectorCheck for a vector of registers stride apart.
-func stridedCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, stride, size int, uniform bool) (whole bool, err error) {
+func stridedCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0, vec, stride, size int, uniform, ends bool) (whole bool, err error) {
 	if vec <= 1 {
 		return mask(r0), nil
 	}
 	whole = true
 	for j := range vec {
 		whole = whole && mask(r0+j*stride)
+	}
+	if ends {
+		// Set, then clear, then set again is no interval.
+		for j, runs, prev := 0, 0, false; j < vec; j++ {
+			on := mask(r0 + j*stride)
+			if on && !prev {
+				runs++
+			}
+			if runs > 1 {
+				return false, fmt.Errorf("%s: the mask of a %d-element vector is claimed to hold on one interval, but it holds on two (register %d)", where(v), vec, r0)
+			}
+			prev = on
+		}
+		whole = mask(r0) && mask(r0+(vec-1)*stride)
 	}
 	if uniform {
 		for j := 1; j < vec; j++ {
@@ -588,7 +603,7 @@ func (b *block) accesses(v *ir.Value, lanes, regs int, p, m operand, size int, f
 	for t := range lanes {
 		for r0 := 0; r0 < regs; r0 += vec {
 			whole, err := vectorCheck(v, func(r int) int64 { _, off := ptr(p.at(t, r)); return off },
-				func(r int) bool { return m.at(t, r) != 0 }, r0, vec, size, mem.Uniform)
+				func(r int) bool { return m.at(t, r) != 0 }, r0, vec, size, mem.Uniform, mem.Ends)
 			if err != nil {
 				return err
 			}
@@ -646,7 +661,7 @@ func isNaN(x uint64) bool { f := math.Float32frombits(uint32(x)); return f != f 
 func (b *block) ldsVector(v *ir.Value, addr operand, mask *operand, t, r0, size int) (bool, error) {
 	m := func(r int) bool { return mask == nil || mask.at(t, r) != 0 }
 	a := v.Mem()
-	return stridedCheck(v, func(r int) int64 { return int64(int32(addr.at(t, r))) }, m, r0, max(a.Vec, 1), a.RegStride(), size, mask != nil)
+	return stridedCheck(v, func(r int) int64 { return int64(int32(addr.at(t, r))) }, m, r0, max(a.Vec, 1), a.RegStride(), size, mask != nil, false)
 }
 
 // ldsVectors calls body with each vector's first register and its

@@ -41,11 +41,14 @@ type AssumeAttr struct{ Div, Contig int }
 // MemAttr is how a memory access moves: Vec registers of a lane as one
 // vector, Stride apart (0 or 1: consecutive; an LDS access of a lane's
 // elements along a tile's second axis, where its registers run along the
-// first), and, with Uniform, one mask bit standing for the vector.
+// first), and, with Uniform, one mask bit standing for the vector; with
+// Ends, the mask holds on one interval of each vector (or nowhere), so
+// that its first and last bits tell whether it holds on the whole vector.
 type MemAttr struct {
 	Vec     int
 	Stride  int
 	Uniform bool
+	Ends    bool
 }
 
 // RegStride is the register distance between a vector's elements.
@@ -134,6 +137,9 @@ func (a *MemAttr) attrString() string {
 	}
 	if a.Uniform {
 		s += " uniform"
+	}
+	if a.Ends {
+		s += " ends"
 	}
 	return s
 }

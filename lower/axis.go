@@ -6,10 +6,14 @@ import "github.com/fp8gen/fp8gen/ir"
 // runs of contig elements that step by +1, runs of constant elements, and a
 // power of two dividing the first element of every run (in elements). It is
 // how lowering knows that x + rows*K + cols is contiguous along the columns
-// and aligned for 16-byte vectors when K is a multiple of 8.
+// and aligned for 16-byte vectors when K is a multiple of 8. For a boolean
+// tile, convex is the length of aligned blocks on each of which it holds
+// on one interval (or nowhere): rows >= lo && rows < hi, which a group
+// boundary may cut inside a vector, is convex, so the vector is wholly in
+// exactly when its two end elements are.
 type axisInfo struct {
-	contig, constant []int
-	div              int
+	contig, constant, convex []int
+	div                      int
 }
 
 const maxDiv = 1 << 20
@@ -40,11 +44,11 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 		if a, ok := m[v]; ok {
 			return a
 		}
-		return axisInfo{contig: ones(v.Type.Rank()), constant: ones(v.Type.Rank()), div: 1}
+		return axisInfo{contig: ones(v.Type.Rank()), constant: ones(v.Type.Rank()), convex: ones(v.Type.Rank()), div: 1}
 	}
 	f.Walk(func(v *ir.Value) {
 		r := v.Type.Rank()
-		a := axisInfo{contig: ones(r), constant: ones(r), div: 1}
+		a := axisInfo{contig: ones(r), constant: ones(r), convex: ones(r), div: 1}
 		switch v.Op {
 		case ir.OpConst:
 			a.div = divOf(v.Const().Int)
@@ -63,19 +67,21 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 			}
 		case ir.OpSplat:
 			a.constant, a.div = append([]int(nil), v.Type.Shape...), get(v.Args[0]).div
+			a.convex = append([]int(nil), v.Type.Shape...)
 		case ir.OpExpandDims:
 			x := get(v.Args[0])
 			ax := v.Axis()
 			a.contig = insert(x.contig, ax)
 			a.constant = insert(x.constant, ax)
+			a.convex = insert(x.convex, ax)
 			a.div = x.div
 		case ir.OpBroadcast:
 			x := get(v.Args[0])
 			for i, s := range v.Args[0].Type.Shape {
 				if s == 1 {
-					a.constant[i] = v.Type.Shape[i]
+					a.constant[i], a.convex[i] = v.Type.Shape[i], v.Type.Shape[i]
 				} else {
-					a.contig[i], a.constant[i] = x.contig[i], x.constant[i]
+					a.contig[i], a.constant[i], a.convex[i] = x.contig[i], x.constant[i], x.convex[i]
 				}
 			}
 			a.div = x.div
@@ -109,12 +115,22 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 					g--
 				}
 				a.constant[i] = max(a.constant[i], g)
+				// Over a run of x0, x0+1, … against a constant, an order
+				// comparison holds on a prefix or a suffix and == on one
+				// element at most: an interval (!= is not one).
+				if v.Op != ir.OpNe {
+					a.convex[i] = pow2Floor(max(min(x.contig[i], y.constant[i]), min(y.contig[i], x.constant[i])))
+				}
 			}
 		case ir.OpAnd, ir.OpOr:
-			// Constant over a block only where both operands are.
+			// Constant over a block only where both operands are; two
+			// intervals meet in an interval (their union need not be one).
 			x, y := get(v.Args[0]), get(v.Args[1])
 			for i := 0; i < r; i++ {
 				a.constant[i] = min(x.constant[i], y.constant[i])
+				if v.Op == ir.OpAnd {
+					a.convex[i] = min(x.convex[i], y.convex[i])
+				}
 			}
 		case ir.OpCast:
 			if v.Type.DType.IsInt() && v.Args[0].Type.DType.IsInt() {
@@ -122,16 +138,28 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 			}
 		case ir.OpAssume:
 			x, h := get(v.Args[0]), v.Assumption()
-			a = axisInfo{contig: append([]int(nil), x.contig...), constant: append([]int(nil), x.constant...), div: max(x.div, h.Div)}
+			a = axisInfo{contig: append([]int(nil), x.contig...), constant: append([]int(nil), x.constant...), convex: append([]int(nil), x.convex...), div: max(x.div, h.Div)}
 			if r > 0 {
 				a.contig[r-1] = max(a.contig[r-1], min(h.Contig, v.Type.Shape[r-1]))
 			}
 		case ir.OpConvert:
 			a = get(v.Args[0])
 		}
+		for i := range a.convex {
+			a.convex[i] = max(a.convex[i], a.constant[i]) // constant is convex
+		}
 		m[v] = a
 	})
 	return m
+}
+
+// pow2Floor is the largest power of two not above n ≥ 1.
+func pow2Floor(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
 }
 
 func insert(x []int, at int) []int {

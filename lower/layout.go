@@ -49,14 +49,25 @@ func anchor(shape []int, contig, elemBytes, wave, warps, lanes, rows int) *ir.La
 
 // transposedRows finds the 2-D loads whose data reaches a trans through
 // elementwise ops alone, and gives their pointers the rows a lane should
-// hold: a word of the transposed element (4 for fp8).
+// hold: a word of the transposed element (4 for fp8). The data may be
+// carried by a loop (a tile loaded one trip ahead): its initial and
+// yielded values are followed too.
 func transposedRows(f *ir.Func) map[*ir.Value]int {
 	rows := map[*ir.Value]int{}
+	var seen map[*ir.Value]bool // per trans: carried values form cycles
 	var back func(v *ir.Value, n int)
 	back = func(v *ir.Value, n int) {
+		if seen[v] {
+			return
+		}
+		seen[v] = true
 		switch {
 		case v.Op == ir.OpLoad && v.Type.Rank() == 2:
 			rows[v.Ptr()] = max(rows[v.Ptr()], n)
+		case v.Op == ir.OpLoopVar && v.Index() > 0 && v.Type.Rank() == 2:
+			loop := v.Loop()
+			back(loop.Args[2+v.Index()], n)
+			back(loop.Yield().Args[v.Index()-1], n)
 		case v.Op.IsElementwise() && v.Type.Rank() == 2:
 			for _, a := range v.Args {
 				if a.Type.Rank() == 2 {
@@ -67,6 +78,7 @@ func transposedRows(f *ir.Func) map[*ir.Value]int {
 	}
 	f.Walk(func(v *ir.Value) {
 		if v.Op == ir.OpTrans {
+			seen = map[*ir.Value]bool{}
 			back(v.Args[0], max(4/max(v.Type.DType.Bytes(), 1), 1))
 		}
 	})

@@ -6,7 +6,9 @@ import "github.com/fp8gen/fp8gen/ir"
 // consecutive elements as a lane holds along the contiguous axis, the
 // pointer's runs allow, alignment guarantees, and 16 bytes hold. Where the
 // mask is provably constant over each vector, one mask bit guards the whole
-// access (Triton's predicated vectors); the interpreter checks that claim.
+// access (Triton's predicated vectors); where it holds on one interval of
+// each vector, its two end bits tell whether the whole vector moves. The
+// interpreter checks both claims.
 func vectorize(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	f.Walk(func(v *ir.Value) {
@@ -14,7 +16,7 @@ func vectorize(f *ir.Func, cfg *Config) error {
 			return
 		}
 		m := v.Mem()
-		m.Vec, m.Uniform = 1, false
+		m.Vec, m.Uniform, m.Ends = 1, false, false
 		p := v.Ptr()
 		if p.Type.Rank() == 0 {
 			return
@@ -34,6 +36,7 @@ func vectorize(f *ir.Func, cfg *Config) error {
 		}
 		m.Vec = max(vec, 1)
 		m.Uniform = m.Vec > 1 && info[v.Mask()].constant[ax] >= m.Vec
+		m.Ends = m.Vec > 1 && !m.Uniform && info[v.Mask()].convex[ax] >= m.Vec
 	})
 	return nil
 }
