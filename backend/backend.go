@@ -225,6 +225,8 @@ type Prepared struct {
 	outputs []ops.Spec // outputs and scratch
 	// Attrs are the compiled kernels' resources, per step.
 	Attrs []runtime.KernelAttrs
+	// borrowed: the buffers are another Prepared's (PrepareOn), freed with it.
+	borrowed bool
 }
 
 // scratch is a buffer reset before each launch: zeroed, or refilled from
@@ -272,11 +274,34 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 			pr.scratch = append(pr.scratch, sc)
 		}
 	}
+	if err := pr.bind(ctx); err != nil {
+		pr.Free()
+		return nil, err
+	}
+	return pr, nil
+}
+
+// PrepareOn is Prepare for another schedule of on's op, shape and options
+// (a tune's next candidate): it launches on on's device buffers, so that
+// the tensors are uploaded once. It is freed with on, not by itself.
+func (g *GPU) PrepareOn(ctx context.Context, p *ops.Plan, on *Prepared) (*Prepared, error) {
+	if p.Op != on.p.Op || !maps.Equal(p.Shape, on.p.Shape) || p.Options.String() != on.p.Options.String() || p.Target != on.p.Target {
+		return nil, fmt.Errorf("backend: PrepareOn: %s %v %v is not the call %s %v %v was prepared for", p.Op.Name, p.Shape, p.Options, on.p.Op.Name, on.p.Shape, on.p.Options)
+	}
+	pr := &Prepared{g: g, p: p, bufs: on.bufs, scratch: on.scratch, outputs: on.outputs, borrowed: true}
+	if err := pr.bind(ctx); err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// bind compiles the plan's steps and makes their launches on pr's buffers.
+func (pr *Prepared) bind(ctx context.Context) error {
+	g, p := pr.g, pr.p
 	for _, s := range p.Steps {
 		k, ek, err := g.Kernel(ctx, p, s, &pr.Stats)
 		if err != nil {
-			pr.Free()
-			return nil, err
+			return err
 		}
 		var args []any
 		for _, prm := range s.Func.Params {
@@ -294,7 +319,7 @@ func (g *GPU) Prepare(ctx context.Context, p *ops.Plan, tensors map[string]*ops.
 		grid, block := s.Grid, [3]int{ek.Threads, 1, 1}
 		pr.launch = append(pr.launch, func() error { return g.Dev.Launch(k, grid, block, shared, args...) })
 	}
-	return pr, nil
+	return nil
 }
 
 // Poison is the byte Run fills outputs with before the launch.
@@ -427,6 +452,9 @@ func (g *GPU) CopyTime(n, warm, iters int) (time.Duration, error) {
 
 // Free releases the device buffers.
 func (pr *Prepared) Free() {
+	if pr.borrowed {
+		return
+	}
 	for _, b := range pr.bufs {
 		b.Free()
 	}
