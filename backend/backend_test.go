@@ -315,3 +315,57 @@ func check(p *ops.Plan, in, got map[string]*ops.Tensor) error {
 	}
 	return nil
 }
+
+// A second schedule prepared on the first's buffers (as a tune times its
+// candidates) runs on the inputs uploaded once and writes the reference's
+// bits; a plan of another shape is refused, and freeing the second leaves
+// the first's buffers to the first.
+func TestGPUPrepareOn(t *testing.T) {
+	g := openGPU(t)
+	op, _ := ops.Lookup("grouped_colwise_cast")
+	sh := op.Tests.Odd
+	var plans []*ops.Plan
+	for _, s := range op.Tests.Schedules[:3] {
+		p, err := op.NewPlan(g.T, sh, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, p)
+	}
+	in := ops.Inputs(plans[0].Call, 5, true)
+	all, _ := plans[0].WithOutputs(in)
+	first, err := g.Prepare(context.Background(), plans[0], all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Free()
+	for _, p := range plans {
+		pr := first
+		if p != plans[0] {
+			if pr, err = g.PrepareOn(context.Background(), p, first); err != nil {
+				t.Fatal(err)
+			}
+			pr.Free() // a no-op: the buffers are first's
+		}
+		_, out := p.WithOutputs(in)
+		if err := pr.Poison(Poison); err != nil {
+			t.Fatal(err)
+		}
+		if err := pr.Launch(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pr.Download(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Call.CheckOutputs(in, out); err != nil {
+			t.Fatalf("schedule %v on the first's buffers: %v", p.Schedule, err)
+		}
+	}
+	other, err := op.NewPlan(g.T, ops.Shape{"T": 64, "K": 32, "E": 2}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.PrepareOn(context.Background(), other, first); err == nil || !strings.Contains(err.Error(), "is not the call") {
+		t.Fatalf("PrepareOn at another shape: %v; want it refused", err)
+	}
+}
