@@ -105,6 +105,25 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	if err != nil {
 		return usageError{err}
 	}
+	// A cache hit is answered before the space is lowered (the grouped
+	// op's space took seconds to build).
+	var key tune.Key
+	if g != nil {
+		ident, err := g.Compiler.Identity(context.Background(), tg)
+		if err != nil {
+			return err
+		}
+		key = tune.Key{Op: op.Name, Options: c.Options.String(), Target: tg.Name, Class: tune.Class(op, sh), Compiler: ident}
+		cache, warns := tune.Load(path)
+		for _, w := range warns {
+			fmt.Fprintln(stderr, "fp8gen tune:", w)
+		}
+		if e, ok := cache.Lookup(key); ok && !force && usable(c, e) == nil {
+			_, err := fmt.Fprintf(stdout, "%s at %s on %s: cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n",
+				op.Name, tune.ShapeText(op, sh), tg.Name, e.Params(), key.Class, e.TimeUS, e.Shape, e.GPU, e.Date)
+			return err
+		}
+	}
 	space, err := c.Space()
 	if err != nil {
 		return err
@@ -144,20 +163,6 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 		if explain && len(rejected) > 0 {
 			sb.WriteString("rejected:\n" + strings.Join(rejected, "\n") + "\n")
 		}
-		_, err := io.WriteString(stdout, sb.String())
-		return err
-	}
-	ident, err := g.Compiler.Identity(context.Background(), tg)
-	if err != nil {
-		return err
-	}
-	key := tune.Key{Op: op.Name, Options: c.Options.String(), Target: tg.Name, Class: tune.Class(op, sh), Compiler: ident}
-	cache, warns := tune.Load(path)
-	for _, w := range warns {
-		fmt.Fprintln(stderr, "fp8gen tune:", w)
-	}
-	if e, ok := cache.Lookup(key); ok && !force && usable(c, e) == nil {
-		fmt.Fprintf(&sb, "cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n", e.Params(), key.Class, e.TimeUS, e.Shape, e.GPU, e.Date)
 		_, err := io.WriteString(stdout, sb.String())
 		return err
 	}
@@ -216,7 +221,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	if _, err := tune.Update(path, func(c *tune.Cache) { c.Put(entry) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(&sb, "compiled %d in %v (in parallel, through the JIT cache), timed %d in %v; %s\n", len(plans), compiled.Round(time.Millisecond), len(res), (time.Since(start) - compiled).Round(time.Millisecond), ident)
+	fmt.Fprintf(&sb, "compiled %d in %v (in parallel, through the JIT cache), timed %d in %v; %s\n", len(plans), compiled.Round(time.Millisecond), len(res), (time.Since(start) - compiled).Round(time.Millisecond), key.Compiler)
 	for i, r := range res {
 		mark := " "
 		if i == best {
