@@ -272,10 +272,25 @@ var mutants = []mutant{
 	},
 	{
 		file:   "lower/axis.go",
-		old:    "a.constant[i] = min(x.constant[i], y.constant[i])\n\t\t\t}\n\t\tcase ir.OpCast:",
-		new:    "a.constant[i] = max(x.constant[i], y.constant[i])\n\t\t\t}\n\t\tcase ir.OpCast:",
+		old:    "a.constant[i] = min(x.constant[i], y.constant[i])\n\t\t\t\tif v.Op == ir.OpAnd {",
+		new:    "a.constant[i] = max(x.constant[i], y.constant[i])\n\t\t\t\tif v.Op == ir.OpAnd {",
 		pkgs:   []string{"./ops"},
 		reason: "and/or of masks is taken constant over the longer run of its operands (max, not min)",
+	},
+	{
+		file:   "lower/axis.go",
+		old:    "if v.Op != ir.OpNe {\n\t\t\t\t\ta.convex[i]",
+		new:    "if true {\n\t\t\t\t\ta.convex[i]",
+		pkgs:   []string{"./interp"},
+		reason: "x != k is taken to hold on one interval of a vector (it holds on two), so its end bits stand for the vector",
+	},
+	{
+		file:   "lower/layout.go",
+		old:    "back(loop.Args[2+v.Index()], n)\n\t\t\tback(loop.Yield().Args[v.Index()-1], n)",
+		new:    "_ = loop",
+		pkgs:   []string{"./golden"},
+		tests:  "^TestGolden$",
+		reason: "the transposing write's layout is not followed into a prefetched (loop-carried) tile: its LDS writes go byte by byte",
 	},
 	{
 		file:   "lower/expand.go",
