@@ -52,7 +52,7 @@ func TestUniformMaskClaimChecked(t *testing.T) {
 }
 
 // rangeCopy copies x[lo:hi] to y (256 floats), or with hole every element
-// but x[hole].
+// but x[lo].
 func rangeCopy(hole bool) func(b *ir.Builder) {
 	return func(b *ir.Builder) {
 		x := b.Param("x", ir.F32)
