@@ -111,10 +111,7 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 			for i := 0; i < r; i++ {
 				a.constant[i] = min(x.constant[i], y.constant[i])
 				g := max(min(x.contig[i], y.constant[i], x.div, y.elemDiv()), min(y.contig[i], x.constant[i], y.div, x.elemDiv()))
-				for g&(g-1) != 0 {
-					g--
-				}
-				a.constant[i] = max(a.constant[i], g)
+				a.constant[i] = max(a.constant[i], pow2Floor(g))
 				// Over a run of x0, x0+1, … against a constant, an order
 				// comparison holds on a prefix or a suffix and == on one
 				// element at most: an interval (!= is not one).
@@ -153,7 +150,7 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 	return m
 }
 
-// pow2Floor is the largest power of two not above n ≥ 1.
+// pow2Floor is the largest power of two not above n (1 for n < 2).
 func pow2Floor(n int) int {
 	p := 1
 	for p*2 <= n {

@@ -31,10 +31,7 @@ func vectorize(f *ir.Func, cfg *Config) error {
 		_, spt, _, _, _ := l.Geometry(p.Type.Shape)
 		elem := p.Type.DType.Elem().Bytes()
 		vec := min(spt[d], p.Type.Shape[ax], a.contig[ax], a.div, 16/elem)
-		for vec&(vec-1) != 0 {
-			vec--
-		}
-		m.Vec = max(vec, 1)
+		m.Vec = pow2Floor(vec)
 		m.Uniform = m.Vec > 1 && info[v.Mask()].constant[ax] >= m.Vec
 		m.Ends = m.Vec > 1 && !m.Uniform && info[v.Mask()].convex[ax] >= m.Vec
 	})
