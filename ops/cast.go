@@ -257,30 +257,12 @@ var Colwise = register(&Op{
 		// words in two rounds.
 		{Name: "f32_rounds", Options: Options{"in": "f32"}, Schedule: schedule.Params{"BLOCK_M": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "PREFETCH": 0}}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
-		// Row by row over blocks of columns, the blocks in parallel (column
-		// by column, strided, 8192² took seconds of a tune's wall): a max
-		// does not depend on the order of its terms.
+		// One group of every row: the grouped reference's column blocks.
 		m, k := c.Size("M"), c.Size("K")
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		qt := out["qt"].Data
 		refParallel(k, func(j0, j1, _ int) {
-			amax, scale := make([]float32, j1-j0), make([]float32, j1-j0)
-			for i := 0; i < m; i++ {
-				for j, v := range x[i*k+j0 : i*k+j1] {
-					amax[j] = refnum.MaxNum(amax[j], refnum.Abs(v))
-				}
-			}
-			for j := range scale {
-				scale[j] = refScale(amax[j], c)
-				refnum.PutF32(out["inv_scale"].Data, j0+j, 1/scale[j])
-				refnum.PutF32(out["amax"].Data, j0+j, amax[j])
-			}
-			for i := 0; i < m; i++ {
-				for j, v := range x[i*k+j0 : i*k+j1] {
-					qt[(j0+j)*m+i] = refnum.EncodeFP8(c.Format, v*scale[j])
-				}
-			}
+			refColumnGroup(c, x, k, j0, j1, 0, m, m, 0, out["qt"].Data, out["inv_scale"].Data, out["amax"].Data)
 		})
 		return out
 	},
@@ -338,6 +320,32 @@ func columnTiles(rows, cols string, more ...Assign) []Candidate {
 var prefetchKnob = schedule.Knob{Name: "PREFETCH", Doc: "1: the amax loop (in the expert's fused kernel, its amax loop only) loads its next tile before taking this one's max (twice the registers for x), so that a warp has two tiles' loads in flight; 0: one", Domain: schedule.Bool()}
 
 var colGrid = [3]expr.Expr{e("cdiv(M, BLOCK_M)"), e("cdiv(K, BLOCK_K)"), e("1")}
+
+// refColumnGroup scales columns [j0, j1) of rows [lo, hi) of x (k
+// columns a row), row by row (column by column, strided, the benchmark
+// shapes took seconds): each column's amax (by maxNum) into am and the
+// inverse of its scale into inv, at slot base + column, and its elements
+// encoded into the transposed qt[column·t + row]. A max does not depend on
+// the order of its terms.
+func refColumnGroup(c *Call, x []float32, k, j0, j1, lo, hi, t, base int, qt, inv, am []byte) {
+	enc := refnum.Encoder(c.Format)
+	amax, scale := make([]float32, j1-j0), make([]float32, j1-j0)
+	for i := lo; i < hi; i++ {
+		for j, v := range x[i*k+j0 : i*k+j1] {
+			amax[j] = refnum.MaxNum(amax[j], refnum.Abs(v))
+		}
+	}
+	for j := range scale {
+		scale[j] = refScale(amax[j], c)
+		refnum.PutF32(inv, base+j0+j, 1/scale[j])
+		refnum.PutF32(am, base+j0+j, amax[j])
+	}
+	for i := lo; i < hi; i++ {
+		for j, v := range x[i*k+j0 : i*k+j1] {
+			qt[(j0+j)*t+i] = enc(v * scale[j])
+		}
+	}
+}
 
 // refAmax is max |x| by IEEE maxNum (NaN ignored), from 0.
 func refAmax(g []float32) float32 {

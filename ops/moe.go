@@ -269,29 +269,11 @@ var GroupedColwise = register(&Op{
 		x := in["x"].Floats()
 		offs := in["offsets"].Ints()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		enc := refnum.Encoder(c.Format)
-		qt, inv, am := out["qt"].Data, out["inv_scale"].Data, out["amax"].Data
 		refParallel(k, func(j0, j1, _ int) {
-			amax, scale := make([]float32, j1-j0), make([]float32, j1-j0)
 			lo := 0
 			for g := 0; g < ne; g++ {
 				hi := int(offs[g])
-				clear(amax)
-				for i := lo; i < hi; i++ {
-					for j, v := range x[i*k+j0 : i*k+j1] {
-						amax[j] = refnum.MaxNum(amax[j], refnum.Abs(v))
-					}
-				}
-				for j := range scale {
-					scale[j] = refScale(amax[j], c)
-					refnum.PutF32(inv, g*k+j0+j, 1/scale[j])
-					refnum.PutF32(am, g*k+j0+j, amax[j])
-				}
-				for i := lo; i < hi; i++ {
-					for j, v := range x[i*k+j0 : i*k+j1] {
-						qt[(j0+j)*t+i] = enc(v * scale[j])
-					}
-				}
+				refColumnGroup(c, x, k, j0, j1, lo, hi, t, g*k, out["qt"].Data, out["inv_scale"].Data, out["amax"].Data)
 				lo = hi
 			}
 		})
