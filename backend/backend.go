@@ -338,6 +338,18 @@ func (pr *Prepared) Poison(v byte) error {
 	return nil
 }
 
+// RunOnce poisons the outputs, launches the plan once and downloads its
+// outputs into tensors (Download's status check included).
+func (pr *Prepared) RunOnce(tensors map[string]*ops.Tensor) error {
+	if err := pr.Poison(Poison); err != nil {
+		return err
+	}
+	if err := pr.Launch(); err != nil {
+		return err
+	}
+	return pr.Download(tensors)
+}
+
 // Launch runs the plan once (scratch zeroed first); it does not wait.
 func (pr *Prepared) Launch() error {
 	for _, sc := range pr.scratch {

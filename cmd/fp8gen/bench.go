@@ -341,13 +341,7 @@ func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (
 	}
 	defer pr.Free()
 	if smp.exp != nil {
-		if err := pr.Poison(backend.Poison); err != nil {
-			return 0, "", nil, err
-		}
-		if err := pr.Launch(); err != nil {
-			return 0, "", nil, err
-		}
-		if err := pr.Download(all); err != nil {
+		if err := pr.RunOnce(all); err != nil {
 			return 0, "", nil, err
 		}
 		if _, err := smp.exp.Check(out); err != nil {
