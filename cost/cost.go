@@ -65,6 +65,7 @@ import (
 
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -111,7 +112,7 @@ func Predict(p *ops.Plan) Estimate {
 	var est Estimate
 	for _, s := range p.Steps {
 		k := Kernel{Name: s.Func.Name, Programs: s.Grid[0] * s.Grid[1] * s.Grid[2]}
-		regs := int(math.Ceil(float64(s.Resources.Regs) * t.RegFit))
+		regs := schedule.CompilerRegs(s.Resources, t)
 		k.Resident, k.Limit = resident(t, s.Resources.Threads, regs, s.Resources.LDSBytes)
 		slots := k.Resident * t.CUs
 		loads, stores := accesses(s.Func)

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -301,8 +302,14 @@ func regPressure(f *ir.Func) int {
 	return peak
 }
 
-// Check holds resources against a target's limits; its error names the limit.
+// Check holds resources against a target's limits; its error names the
+// limit. Registers are held as the target's compiler is expected to use
+// them: the estimate times the target's RegFit, the median of the
+// compiler's count over the estimate (the estimate counts every live tile
+// register, and ptxas keeps many fewer on sm_90); a kernel the compiler
+// cannot fit in them spills, which its resource report shows.
 func Check(r Resources, t *target.Target) error {
+	regs := CompilerRegs(r, t)
 	switch {
 	case r.Threads%t.WaveSize != 0:
 		return fmt.Errorf("threads %d not a multiple of the wave size %d on %s", r.Threads, t.WaveSize, t.Name)
@@ -310,12 +317,30 @@ func Check(r Resources, t *target.Target) error {
 		return fmt.Errorf("threads %d > %d on %s", r.Threads, t.MaxBlock, t.Name)
 	case r.LDSBytes > t.LDSBytes:
 		return fmt.Errorf("LDS %d B > %d B on %s", r.LDSBytes, t.LDSBytes, t.Name)
-	case r.Regs > t.RegsLane:
-		return fmt.Errorf("registers ~%d per lane > %d on %s", r.Regs, t.RegsLane, t.Name)
-	case r.Regs*r.Threads > t.RegsCU:
-		return fmt.Errorf("registers ~%d × %d lanes > %d per CU on %s", r.Regs, r.Threads, t.RegsCU, t.Name)
+	case regs > t.RegsLane:
+		return fmt.Errorf("registers ~%d per lane%s > %d on %s", regs, fitted(r, t), t.RegsLane, t.Name)
+	case regs*r.Threads > t.RegsCU:
+		return fmt.Errorf("registers ~%d%s × %d lanes > %d per CU on %s", regs, fitted(r, t), r.Threads, t.RegsCU, t.Name)
 	}
 	return nil
+}
+
+// CompilerRegs is the registers a lane is expected to take once the
+// target's compiler has allocated them: the estimate times its RegFit.
+func CompilerRegs(r Resources, t *target.Target) int {
+	if t.RegFit <= 0 || t.RegFit == 1 {
+		return r.Regs
+	}
+	return int(math.Ceil(float64(r.Regs) * t.RegFit))
+}
+
+// fitted says how the expected registers came from the estimate, where
+// they differ.
+func fitted(r Resources, t *target.Target) string {
+	if CompilerRegs(r, t) == r.Regs {
+		return ""
+	}
+	return fmt.Sprintf(" (estimate %d × fit %.2f)", r.Regs, t.RegFit)
 }
 
 // Candidate is one point of an op's space, with the verdict on it.
