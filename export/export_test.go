@@ -164,7 +164,7 @@ func TestParseRefuses(t *testing.T) {
 		{`"dtype": "bf16"`, `"dtype": "f16"`, `dtype "f16": want f32, bf16`},
 		{`"name": "K",`, `"name": "M",`, "size M given twice"},
 		{`"block": [
-        128,`, `"block": [
+        64,`, `"block": [
         0,`, "want positive extents"},
 	} {
 		bad := strings.Replace(string(js), c.from, c.to, 1)

@@ -97,16 +97,20 @@ var Rowwise = register(&Op{
 		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("M"), e("K")}, Role: Output},
 		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("M")}, Role: Output},
 	},
-	Kernels: []*Kernel{{Name: "rowwise_cast", Build: rowwiseKernel, Grid: [3]expr.Expr{e("cdiv(M, ROWS)"), e("1"), e("1")}}},
+	Kernels: []*Kernel{{Name: "rowwise_cast", Build: rowwiseKernel, Grid: [3]expr.Expr{e("PER_CU == 0 ? cdiv(M, ROWS) : min(cdiv(M, ROWS), PER_CU * CUS)"), e("1"), e("1")}}},
 	Knobs: []schedule.Knob{
 		warpsKnob,
-		{Name: "ROWS", Doc: "rows per program", Domain: schedule.Pow2("1", "64")},
+		{Name: "ROWS", Doc: "rows per program (per trip of its loop with PER_CU)", Domain: schedule.Pow2("1", "64")},
 		{Name: "BLOCK_K", Doc: "columns per tile", Domain: schedule.Pow2("1", "65536")},
 		{Name: "LOOP", Doc: "0: the row in registers, one pass; 1: two passes over K in tiles of BLOCK_K", Domain: schedule.Bool()},
+		{Name: "PER_CU", Doc: "0: a program for each ROWS rows; n: n programs a CU, each a loop over blocks of ROWS rows (one pass)", Domain: schedule.Range("0", "64")},
+		{Name: "PREFETCH", Doc: "1: the loop of PER_CU loads its next block of rows before it reduces and stores this one", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
 		{Cond: e("LOOP == 1 || BLOCK_K >= K"), Why: "a one-pass schedule (LOOP=0) holds the whole row: BLOCK_K must be at least K"},
 		{Cond: e("LOOP == 1 || BLOCK_K <= 16384"), Why: "rows longer than 16384 take the two-pass schedule (LOOP=1)"},
+		{Cond: e("LOOP == 0 || PER_CU == 0"), Why: "the persistent loop (PER_CU > 0) is one-pass: LOOP must be 0"},
+		{Cond: e("PER_CU > 0 || PREFETCH == 0"), Why: "PREFETCH loads ahead in the persistent loop: it needs PER_CU > 0"},
 		tileLimit("ROWS * BLOCK_K"),
 	},
 	Candidates: rowwiseCandidates(),
@@ -117,6 +121,7 @@ var Rowwise = register(&Op{
 	Peers:      true,
 	Goldens: append(castGoldens(),
 		Variant{Name: "two_pass", Shape: Shape{"M": 4096, "K": 40000}},
+		Variant{Name: "persistent", Shape: Shape{"M": 4099, "K": 4096}, Schedule: schedule.Params{"BLOCK_K": 4096, "WARPS": 4, "ROWS": 1, "LOOP": 0, "PER_CU": 2, "PREFETCH": 1}},
 		Variant{Name: "i64", Shape: Shape{"M": 65536, "K": 40000}}),
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
@@ -139,25 +144,38 @@ var Rowwise = register(&Op{
 	},
 })
 
-// rowwiseCandidates: a whole row in registers (BLOCK_K ≥ K, the single
-// pass), with enough waves that each lane holds `per` elements of x and
-// several rows per program when rows are short; rows of more than 16384
-// elements loop over K twice. 32 elements a lane first: it won the tune
-// at four of the five bench shapes (H200, 2026-12-01; 16 a lane was up to
-// 1.14× slower).
+// rowwiseCandidates: first a persistent loop that loads its next rows
+// before it reduces and stores these (PER_CU, PREFETCH), each lane
+// holding `per` elements of a row, as many programs as `threads` threads
+// a CU would hold (more than are resident where registers are short:
+// those start as the first finish); then a whole row in registers, one
+// program for each ROWS rows, 32 or 16 elements a lane (the single pass
+// of the earlier default); rows of more than 16384 elements loop over K
+// twice. On the H200 (2026-12-02) the persistent loop with 64 elements a
+// lane and 2048 threads a CU won at three of the five bench shapes and
+// was within 2.5% at a fourth; it moved 8192², 16384×8192 and 4096×14336
+// from 87, 89 and 69% of a copy to 95, 96 and 89%. Eight candidates, so
+// that a tune times every one (the cost model does not see the prefetch).
 func rowwiseCandidates() []Candidate {
 	var out []Candidate
-	for _, c := range [][2]string{{"32", "1"}, {"16", "1"}, {"8", "1"}, {"16", "2"}, {"32", "2"}, {"32", "4"}} {
-		per, rows := c[0], c[1]
-		out = append(out, Candidate{
+	row := func(per, rows, cu, prefetch string) Candidate {
+		return Candidate{
 			{"BLOCK_K", e("pow2ceil(K)")},
 			{"WARPS", e("max(1, min(" + rows + " * BLOCK_K / (" + per + " * WAVE), MAXBLOCK / WAVE))")},
 			{"ROWS", e("min(64, max(" + rows + ", pow2ceil(cdiv(" + per + " * WAVE * WARPS, BLOCK_K))))")},
 			{"LOOP", e("0")},
-		})
+			{"PER_CU", e(cu)},
+			{"PREFETCH", e(prefetch)},
+		}
+	}
+	for _, c := range [][2]string{{"64", "2048"}, {"32", "2048"}, {"32", "4096"}, {"64", "4096"}} {
+		out = append(out, row(c[0], "1", "max(1, min(64, "+c[1]+" / (WARPS * WAVE)))", "1"))
+	}
+	for _, per := range []string{"32", "16"} {
+		out = append(out, row(per, "1", "0", "0"))
 	}
 	for _, bk := range []string{"4096", "2048"} {
-		out = append(out, Candidate{{"BLOCK_K", e(bk)}, {"WARPS", e("8")}, {"ROWS", e("1")}, {"LOOP", e("1")}})
+		out = append(out, Candidate{{"BLOCK_K", e(bk)}, {"WARPS", e("8")}, {"ROWS", e("1")}, {"LOOP", e("1")}, {"PER_CU", e("0")}, {"PREFETCH", e("0")}})
 	}
 	return out
 }

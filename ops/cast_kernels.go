@@ -27,35 +27,65 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	nr, bk := c.Knob("ROWS"), c.Knob("BLOCK_K")
 
-	rows := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr)).Named("rows")
-	rmask := b.Lt(rows, m).Named("row_ok")
-	tile := func(k0 *ir.Value) (offs, mask *ir.Value) {
-		cols := b.Add(k0, b.Arange(bk)).Named("cols")
-		offs = b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-		mask = b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-		return offs, mask
+	// rowTile is the rows from r0 (and which exist), with the offsets and
+	// mask of their tile at columns k0, the addresses from the rows
+	// clamped into the tensor where the tile may lie past its end (ahead).
+	type rowTile struct{ rows, ok, offs, mask *ir.Value }
+	rowsFrom := func(r0 *ir.Value) rowTile {
+		rows := b.Add(r0, b.Arange(nr)).Named("rows")
+		return rowTile{rows: rows, ok: b.Lt(rows, m).Named("row_ok")}
 	}
-	var scale *ir.Value
-	if c.Knob("LOOP") == 0 {
-		offs, mask := tile(b.Int(0))
-		v := loadF32(b, x, offs, mask)
-		scale = scaleOf(b, b.Reduce(b.Abs(v), 1, ir.RMax).Named("amax"), c)
-		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), mask)
-	} else {
+	tile := func(t rowTile, k0 *ir.Value, ahead bool) rowTile {
+		at := t.rows
+		if ahead {
+			at = rowsWithin(b, t.rows, m)
+		}
+		cols := b.Add(k0, b.Arange(bk)).Named("cols")
+		t.offs = b.Add(b.Mul(b.Col(at), k), b.Row(cols)).Named("offs")
+		t.mask = b.And(b.Col(t.ok), b.Row(b.Lt(cols, k))).Named("mask")
+		return t
+	}
+	// cast scales the whole rows of t, whose elements v (f32) hold, and
+	// stores them with their inverse scales.
+	cast := func(t rowTile, v *ir.Value) {
+		scale := scaleOf(b, b.Reduce(b.Abs(v), 1, ir.RMax).Named("amax"), c)
+		b.Store(b.PtrAdd(q, t.offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), t.mask)
+		b.Store(b.PtrAdd(inv, t.rows), b.Div(1, scale), t.ok)
+	}
+	r0 := b.Mul(b.ProgramID(0), nr)
+	switch {
+	case c.Knob("PER_CU") > 0:
+		// A persistent loop over row blocks. With PREFETCH the next block's
+		// load is issued before this one's reduction, barriers and stores,
+		// so that a program always has a row in flight.
+		load := func(r0 *ir.Value, ahead bool) *ir.Value {
+			t := tile(rowsFrom(r0), b.Int(0), ahead)
+			return b.Load(b.PtrAdd(x, t.offs), t.mask, nil).Named("x_tile")
+		}
+		tileLoop(b, r0, m, b.Mul(b.NumPrograms(0), nr), nr, c.Knob("PREFETCH") == 1, load, nil,
+			func(r0, x *ir.Value, _ []*ir.Value) []*ir.Value {
+				cast(tile(rowsFrom(r0), b.Int(0), false), b.Cast(x, ir.F32).Named("xf"))
+				return nil
+			})
+	case c.Knob("LOOP") == 0:
+		t := tile(rowsFrom(r0), b.Int(0), false)
+		cast(t, loadF32(b, x, t.offs, t.mask))
+	default:
 		// Rows too long for registers: one pass for amax, one to cast.
+		rows := rowsFrom(r0)
 		acc := b.For(0, k, bk, []*ir.Value{b.Full(ir.F32, 0, nr, bk).Named("amax_part")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			offs, mask := tile(k0)
-			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, mask)))}
+			t := tile(rows, k0, false)
+			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, t.offs, t.mask)))}
 		})
-		scale = scaleOf(b, b.Reduce(acc[0], 1, ir.RMax).Named("amax"), c)
+		scale := scaleOf(b, b.Reduce(acc[0], 1, ir.RMax).Named("amax"), c)
 		b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
-			offs, mask := tile(k0)
-			v := loadF32(b, x, offs, mask)
-			b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), mask)
+			t := tile(rows, k0, false)
+			v := loadF32(b, x, t.offs, t.mask)
+			b.Store(b.PtrAdd(q, t.offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), t.mask)
 			return nil
 		})
+		b.Store(b.PtrAdd(inv, rows.rows), b.Div(1, scale), rows.ok)
 	}
-	b.Store(b.PtrAdd(inv, rows), b.Div(1, scale), rmask)
 }
 
 func tensorAmaxKernel(b *ir.Builder, c *Call) {
@@ -110,7 +140,7 @@ func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
 // latency overlaps this tile's work and barriers; ahead tells load that its
 // tile may start past end (it should read nothing there, and form no
 // address past the tensor's rows, lest the index width have to cover it).
-func tileLoop(b *ir.Builder, start, end *ir.Value, step, align int, prefetch bool, load func(r0 *ir.Value, ahead bool) *ir.Value,
+func tileLoop(b *ir.Builder, start, end *ir.Value, step any, align int, prefetch bool, load func(r0 *ir.Value, ahead bool) *ir.Value,
 	inits []*ir.Value, body func(r0, tile *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	if !prefetch {
 		return b.For(start, end, step, inits, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {

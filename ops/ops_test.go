@@ -159,7 +159,9 @@ func TestBadSchedulesRefusedFast(t *testing.T) {
 		{Rowwise, schedule.Params{"LOOP": 2}, "schedule knob LOOP=2: want 0 or 1"},
 		{Rowwise, schedule.Params{"WARPS": 3}, "WARPS=3: want a power of two"},
 		{Rowwise, schedule.Params{"ROWS": 64, "BLOCK_K": 4096}, "a tile holds at most 65536 elements"},
-		{Rowwise, schedule.Params{"NOPE": 1}, "schedule knob NOPE unknown (knobs: WARPS, ROWS, BLOCK_K, LOOP)"},
+		{Rowwise, schedule.Params{"PER_CU": 0, "PREFETCH": 1}, "PREFETCH loads ahead in the persistent loop: it needs PER_CU > 0"},
+		{Rowwise, schedule.Params{"PER_CU": 65}, "schedule knob PER_CU=65: want an integer in [0, 64]"},
+		{Rowwise, schedule.Params{"NOPE": 1}, "schedule knob NOPE unknown (knobs: WARPS, ROWS, BLOCK_K, LOOP, PER_CU, PREFETCH)"},
 		{Colwise, schedule.Params{"BLOCK_M": 4096, "BLOCK_K": 4096}, "a tile holds at most 65536 elements"},
 		{Tensorwise, schedule.Params{"BLOCK": 1 << 40}, "BLOCK=1099511627776"},
 	} {

@@ -38,7 +38,7 @@ func TestSaveLoad(t *testing.T) {
 	if c.Len() != 0 || len(warn) != 0 {
 		t.Fatalf("a missing file: %d entries, warnings %v", c.Len(), warn)
 	}
-	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8})
+	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 8})
 	c.Put(e)
 	c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "PREFETCH": 0, "SPLIT": 32, "WARPS": 8}))
 	if err := c.Save(path); err != nil {
@@ -70,7 +70,7 @@ func TestSaveLoad(t *testing.T) {
 // entry is dropped and the rest kept.
 func TestLoadDistrusts(t *testing.T) {
 	dir := t.TempDir()
-	good := `{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc 12", "schedule": {"BLOCK_K": 1, "LOOP": 0, "ROWS": 1, "WARPS": 1}}`
+	good := `{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc 12", "schedule": {"BLOCK_K": 1, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 1}}`
 	for _, c := range []struct {
 		name, text, want string
 		n                int
@@ -103,7 +103,7 @@ func TestSaveKeepsWhatItCannotUse(t *testing.T) {
 	foreign := `{"op": "op_of_a_newer_fp8gen", "class": "c", "target": "t", "compiler": "c", "schedule": {"X": 1}}`
 	os.WriteFile(path, []byte(`{"fp8gen_tune": 1, "entries": [`+foreign+`]}`), 0o644)
 	if _, err := Update(path, func(c *Cache) {
-		c.Put(entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8}))
+		c.Put(entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 8}))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSaveKeepsWhatItCannotUse(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			if _, err := Update(path, func(c *Cache) {
-				e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8})
+				e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 8})
 				e.Class = fmt.Sprintf("class%d", i)
 				c.Put(e)
 			}); err != nil {
@@ -150,7 +150,7 @@ func TestShipped(t *testing.T) {
 		t.Errorf("the shipped tuning warns: %v", warn)
 	}
 	t.Logf("%d shipped entries", c.Len())
-	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "ROWS": 1, "WARPS": 8})
+	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 8})
 	own := New()
 	own.Put(e)
 	k := e.Key

@@ -65,23 +65,23 @@ func TestRunUsesTuningCache(t *testing.T) {
 	t.Setenv("FP8GEN_TUNE_CACHE", path)
 	cache := tune.New()
 	key := tune.Key{Op: op.Name, Options: c.Options.String(), Target: "gfx942", Class: tune.Class(op, sh), Compiler: ident}
-	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "ROWS": 2, "WARPS": 2}})
+	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "PER_CU": 0, "PREFETCH": 0, "ROWS": 2, "WARPS": 2}})
 	if err := cache.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	args := cpu("run", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942")
 	code, out, errs := fp8gen(t, args...)
-	want(t, args, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
+	want(t, args, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
 	// Another shape of the class (K rounds up to 256, divisible by 16).
 	other := cpu("run", "rowwise_cast", "--shape", "M=48,K=240", "--target", "gfx942")
 	code, out, errs = fp8gen(t, other...)
-	want(t, other, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
+	want(t, other, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
 	// Entries that do not hold at the shape are reported and not used: a
 	// one-pass BLOCK_K below K (a constraint), and a tile one wave cannot
 	// hold in registers (the lowered kernel's resources).
 	for _, sched := range []map[string]int{
-		{"BLOCK_K": 64, "LOOP": 0, "ROWS": 2, "WARPS": 2},
-		{"BLOCK_K": 16384, "LOOP": 1, "ROWS": 4, "WARPS": 1},
+		{"BLOCK_K": 64, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 2, "WARPS": 2},
+		{"BLOCK_K": 16384, "LOOP": 1, "PER_CU": 0, "PREFETCH": 0, "ROWS": 4, "WARPS": 1},
 	} {
 		cache.Put(tune.Entry{Key: key, Schedule: sched})
 		if err := cache.Save(path); err != nil {
@@ -94,7 +94,7 @@ func TestRunUsesTuningCache(t *testing.T) {
 		}
 	}
 	// ir, emit and export take the op's default, whatever the cache holds.
-	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "ROWS": 2, "WARPS": 2}})
+	cache.Put(tune.Entry{Key: key, Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "PER_CU": 0, "PREFETCH": 0, "ROWS": 2, "WARPS": 2}})
 	cache.Save(path)
 	emit := []string{"emit", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942"}
 	code, out, errs = fp8gen(t, emit...)

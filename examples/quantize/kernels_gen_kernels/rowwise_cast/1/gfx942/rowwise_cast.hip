@@ -30,59 +30,119 @@ FP8G_FN uint8_t fp8g_to_e4m3fnuz(float x) {
   return (uint8_t)(sign | code);
 }
 
-// fp8gen rowwise_cast (op rowwise_cast) for gfx942, e4m3fnuz, schedule BLOCK_K=16384,LOOP=0,ROWS=1,WARPS=8
-extern "C" __global__ void __launch_bounds__(512) rowwise_cast_8bca4a91(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
-  __shared__ __align__(16) unsigned char lds[32];
+// fp8gen rowwise_cast (op rowwise_cast) for gfx942, e4m3fnuz, schedule BLOCK_K=16384,LOOP=0,PER_CU=8,PREFETCH=1,ROWS=1,WARPS=4
+extern "C" __global__ void __launch_bounds__(256) rowwise_cast_c6b96e98(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+  __shared__ __align__(16) unsigned char lds[16];
   const int tid = threadIdx.x;
   const int t0 = tid * 8;
-  // cast_kernels.go:31
-  const bool row_ok = (int)blockIdx.x < M;
-  // cast_kernels.go:34
-  const int t1 = (int)blockIdx.x * K;
-  // cast_kernels.go:35
-  bool mask[32];
+  const bool m0 = tid % 64 == 0;
+  const int t1 = tid / 64 * 4;
+  const bool m1 = tid < 1;
+  // cast_kernels.go:151
+  const int t2 = (int)blockIdx.x;
+  // cast_kernels.go:36
+  const bool row_ok = t2 < M;
+  // cast_kernels.go:163
+  const int t3 = M - 1;
+  const int rows_in = max(min(t2, t3), 0);
+  // cast_kernels.go:44
+  const int t4 = rows_in * K;
+  // cast_kernels.go:45
+  bool m2[64];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) mask[r] = row_ok && r % 8 + r / 8 * 4096 + t0 < K;
-  // cast_kernels.go:20
-  uint16_t x1[32];
+  for (int r = 0; r < 64; ++r) m2[r] = r % 8 + r / 8 * 2048 + t0 < K;
+  bool mask[64];
   #pragma unroll
-  for (int r = 0; r < 32; r += 8) {
+  for (int r = 0; r < 64; ++r) mask[r] = row_ok && m2[r];
+  // cast_kernels.go:63
+  uint16_t x_next[64];
+  #pragma unroll
+  for (int r = 0; r < 64; r += 8) {
     {
       uint4 w = make_uint4(0u, 0u, 0u, 0u);
-      if (mask[r]) w = *(const uint4*)(x + (t1 + (r % 8 + r / 8 * 4096 + t0)));
-      x1[r] = (uint16_t)w.x;
-      x1[r + 1] = (uint16_t)(w.x >> 16);
-      x1[r + 2] = (uint16_t)w.y;
-      x1[r + 3] = (uint16_t)(w.y >> 16);
-      x1[r + 4] = (uint16_t)w.z;
-      x1[r + 5] = (uint16_t)(w.z >> 16);
-      x1[r + 6] = (uint16_t)w.w;
-      x1[r + 7] = (uint16_t)(w.w >> 16);
+      if (mask[r]) w = *(const uint4*)(x + (t4 + (r % 8 + r / 8 * 2048 + t0)));
+      x_next[r] = (uint16_t)w.x;
+      x_next[r + 1] = (uint16_t)(w.x >> 16);
+      x_next[r + 2] = (uint16_t)w.y;
+      x_next[r + 3] = (uint16_t)(w.y >> 16);
+      x_next[r + 4] = (uint16_t)w.z;
+      x_next[r + 5] = (uint16_t)(w.z >> 16);
+      x_next[r + 6] = (uint16_t)w.w;
+      x_next[r + 7] = (uint16_t)(w.w >> 16);
     }
   }
-  float xf[32];
+  // cast_kernels.go:151
+  uint16_t x_next1[64];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) xf[r] = fp8g_bf16_to_f32(x1[r]);
-  // cast_kernels.go:42
-  float t2;
-  { t2 = fp8g_absf(xf[0]); for (int k = 1; k < 32; ++k) t2 = fp8g_maxf(t2, fp8g_absf(xf[k])); }
-  float t3;
-  t3 = t2;
-  #pragma unroll
-  for (int off = 1; off <= 32; off <<= 1)
-    t3 = fp8g_maxf(t3, __shfl_xor(t3, off));
-  if (tid % 64 == 0) *(float*)(lds + tid / 64 * 4) = t3;
-  __syncthreads();
-  float amax;
-  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
-  __syncthreads();
-  // cast_kernels.go:11
-  const float scale = 240.0f / fp8g_maxf(amax, 1e-12f);
-  // cast_kernels.go:43
-  #pragma unroll
-  for (int r = 0; r < 32; r += 8) {
-    if (mask[r]) *(uint2*)(q + (t1 + (r % 8 + r / 8 * 4096 + t0))) = make_uint2((uint32_t)fp8g_to_e4m3fnuz(xf[r] * scale) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 3] * scale) << 24), (uint32_t)fp8g_to_e4m3fnuz(xf[r + 4] * scale) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 5] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 6] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 7] * scale) << 24));
+  for (int r = 0; r < 64; ++r) x_next1[r] = x_next[r];
+  for (int i = (int)blockIdx.x; i < M; i += (int)gridDim.x) {
+    // cast_kernels.go:152
+    const int t5 = i;
+    // cast_kernels.go:153
+    const int t6 = t5 + (int)gridDim.x;
+    // cast_kernels.go:36
+    const bool row_ok1 = t6 < M;
+    // cast_kernels.go:163
+    const int rows_in1 = max(min(t6, t3), 0);
+    // cast_kernels.go:44
+    const int t7 = rows_in1 * K;
+    // cast_kernels.go:45
+    bool mask1[64];
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) mask1[r] = row_ok1 && m2[r];
+    // cast_kernels.go:63
+    uint16_t x_next2[64];
+    #pragma unroll
+    for (int r = 0; r < 64; r += 8) {
+      {
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (mask1[r]) w = *(const uint4*)(x + (t7 + (r % 8 + r / 8 * 2048 + t0)));
+        x_next2[r] = (uint16_t)w.x;
+        x_next2[r + 1] = (uint16_t)(w.x >> 16);
+        x_next2[r + 2] = (uint16_t)w.y;
+        x_next2[r + 3] = (uint16_t)(w.y >> 16);
+        x_next2[r + 4] = (uint16_t)w.z;
+        x_next2[r + 5] = (uint16_t)(w.z >> 16);
+        x_next2[r + 6] = (uint16_t)w.w;
+        x_next2[r + 7] = (uint16_t)(w.w >> 16);
+      }
+    }
+    // cast_kernels.go:36
+    const bool row_ok2 = t5 < M;
+    // cast_kernels.go:44
+    const int t8 = t5 * K;
+    // cast_kernels.go:45
+    bool mask2[64];
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) mask2[r] = row_ok2 && m2[r];
+    // cast_kernels.go:67
+    float xf[64];
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) xf[r] = fp8g_bf16_to_f32(x_next1[r]);
+    // cast_kernels.go:51
+    float t9;
+    { t9 = fp8g_absf(xf[0]); for (int k = 1; k < 64; ++k) t9 = fp8g_maxf(t9, fp8g_absf(xf[k])); }
+    float t10;
+    t10 = t9;
+    #pragma unroll
+    for (int off = 1; off <= 32; off <<= 1)
+      t10 = fp8g_maxf(t10, __shfl_xor(t10, off));
+    if (m0) *(float*)(lds + t1) = t10;
+    __syncthreads();
+    float amax;
+    { amax = *(const float*)lds; for (int w = 1; w < 4; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
+    __syncthreads();
+    // cast_kernels.go:11
+    const float scale = 240.0f / fp8g_maxf(amax, 1e-12f);
+    // cast_kernels.go:52
+    #pragma unroll
+    for (int r = 0; r < 64; r += 8) {
+      if (mask2[r]) *(uint2*)(q + (t8 + (r % 8 + r / 8 * 2048 + t0))) = make_uint2((uint32_t)fp8g_to_e4m3fnuz(xf[r] * scale) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 3] * scale) << 24), (uint32_t)fp8g_to_e4m3fnuz(xf[r + 4] * scale) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 5] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 6] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fnuz(xf[r + 7] * scale) << 24));
+    }
+    // cast_kernels.go:53
+    if (row_ok2 && m1) *(inv_scale + t5) = 1.0f / scale;
+    // cast_kernels.go:151
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) x_next1[r] = x_next2[r];
   }
-  // cast_kernels.go:58
-  if (row_ok && tid < 1) *(inv_scale + (int)blockIdx.x) = 1.0f / scale;
 }

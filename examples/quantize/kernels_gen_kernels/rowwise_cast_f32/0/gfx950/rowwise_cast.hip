@@ -29,52 +29,99 @@ FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
   return (uint8_t)(sign | code);
 }
 
-// fp8gen rowwise_cast (op rowwise_cast) for gfx950, e4m3fn, schedule BLOCK_K=4096,LOOP=0,ROWS=1,WARPS=2
-extern "C" __global__ void __launch_bounds__(128) rowwise_cast_16a3d03a(const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
-  __shared__ __align__(16) unsigned char lds[8];
+// fp8gen rowwise_cast (op rowwise_cast) for gfx950, e4m3fn, schedule BLOCK_K=4096,LOOP=0,PER_CU=32,PREFETCH=1,ROWS=1,WARPS=1
+extern "C" __global__ void __launch_bounds__(64) rowwise_cast_85eeb4d0(const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
   const int tid = threadIdx.x;
   const int t0 = tid * 4;
-  // cast_kernels.go:31
-  const bool row_ok = (int)blockIdx.x < M;
-  // cast_kernels.go:34
-  const int t1 = (int)blockIdx.x * K;
-  // cast_kernels.go:35
-  bool mask[32];
+  const bool m0 = tid < 1;
+  // cast_kernels.go:151
+  const int t1 = (int)blockIdx.x;
+  // cast_kernels.go:36
+  const bool row_ok = t1 < M;
+  // cast_kernels.go:163
+  const int t2 = M - 1;
+  const int rows_in = max(min(t1, t2), 0);
+  // cast_kernels.go:44
+  const int t3 = rows_in * K;
+  // cast_kernels.go:45
+  bool m1[64];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) mask[r] = row_ok && r % 4 + r / 4 * 512 + t0 < K;
-  // cast_kernels.go:20
-  float xf[32];
+  for (int r = 0; r < 64; ++r) m1[r] = r % 4 + r / 4 * 256 + t0 < K;
+  bool mask[64];
   #pragma unroll
-  for (int r = 0; r < 32; r += 4) {
+  for (int r = 0; r < 64; ++r) mask[r] = row_ok && m1[r];
+  // cast_kernels.go:63
+  float x_next[64];
+  #pragma unroll
+  for (int r = 0; r < 64; r += 4) {
     {
       uint4 w = make_uint4(0u, 0u, 0u, 0u);
-      if (mask[r]) w = *(const uint4*)(x + (t1 + (r % 4 + r / 4 * 512 + t0)));
-      xf[r] = __uint_as_float(w.x);
-      xf[r + 1] = __uint_as_float(w.y);
-      xf[r + 2] = __uint_as_float(w.z);
-      xf[r + 3] = __uint_as_float(w.w);
+      if (mask[r]) w = *(const uint4*)(x + (t3 + (r % 4 + r / 4 * 256 + t0)));
+      x_next[r] = __uint_as_float(w.x);
+      x_next[r + 1] = __uint_as_float(w.y);
+      x_next[r + 2] = __uint_as_float(w.z);
+      x_next[r + 3] = __uint_as_float(w.w);
     }
   }
-  // cast_kernels.go:42
-  float t2;
-  { t2 = fp8g_absf(xf[0]); for (int k = 1; k < 32; ++k) t2 = fp8g_maxf(t2, fp8g_absf(xf[k])); }
-  float t3;
-  t3 = t2;
+  // cast_kernels.go:151
+  float xf[64];
   #pragma unroll
-  for (int off = 1; off <= 32; off <<= 1)
-    t3 = fp8g_maxf(t3, __shfl_xor(t3, off));
-  if (tid % 64 == 0) *(float*)(lds + tid / 64 * 4) = t3;
-  __syncthreads();
-  float amax;
-  { amax = *(const float*)lds; for (int w = 1; w < 2; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
-  __syncthreads();
-  // cast_kernels.go:11
-  const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
-  // cast_kernels.go:43
-  #pragma unroll
-  for (int r = 0; r < 32; r += 4) {
-    if (mask[r]) *(uint32_t*)(q + (t1 + (r % 4 + r / 4 * 512 + t0))) = (uint32_t)fp8g_to_e4m3fn(xf[r] * scale) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 3] * scale) << 24);
+  for (int r = 0; r < 64; ++r) xf[r] = x_next[r];
+  for (int i = (int)blockIdx.x; i < M; i += (int)gridDim.x) {
+    // cast_kernels.go:152
+    const int t4 = i;
+    // cast_kernels.go:153
+    const int t5 = t4 + (int)gridDim.x;
+    // cast_kernels.go:36
+    const bool row_ok1 = t5 < M;
+    // cast_kernels.go:163
+    const int rows_in1 = max(min(t5, t2), 0);
+    // cast_kernels.go:44
+    const int t6 = rows_in1 * K;
+    // cast_kernels.go:45
+    bool mask1[64];
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) mask1[r] = row_ok1 && m1[r];
+    // cast_kernels.go:63
+    float x_next1[64];
+    #pragma unroll
+    for (int r = 0; r < 64; r += 4) {
+      {
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (mask1[r]) w = *(const uint4*)(x + (t6 + (r % 4 + r / 4 * 256 + t0)));
+        x_next1[r] = __uint_as_float(w.x);
+        x_next1[r + 1] = __uint_as_float(w.y);
+        x_next1[r + 2] = __uint_as_float(w.z);
+        x_next1[r + 3] = __uint_as_float(w.w);
+      }
+    }
+    // cast_kernels.go:36
+    const bool row_ok2 = t4 < M;
+    // cast_kernels.go:44
+    const int t7 = t4 * K;
+    // cast_kernels.go:45
+    bool mask2[64];
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) mask2[r] = row_ok2 && m1[r];
+    // cast_kernels.go:51
+    float t8;
+    { t8 = fp8g_absf(xf[0]); for (int k = 1; k < 64; ++k) t8 = fp8g_maxf(t8, fp8g_absf(xf[k])); }
+    float amax;
+    amax = t8;
+    #pragma unroll
+    for (int off = 1; off <= 32; off <<= 1)
+      amax = fp8g_maxf(amax, __shfl_xor(amax, off));
+    // cast_kernels.go:11
+    const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
+    // cast_kernels.go:52
+    #pragma unroll
+    for (int r = 0; r < 64; r += 4) {
+      if (mask2[r]) *(uint32_t*)(q + (t7 + (r % 4 + r / 4 * 256 + t0))) = (uint32_t)fp8g_to_e4m3fn(xf[r] * scale) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 3] * scale) << 24);
+    }
+    // cast_kernels.go:53
+    if (row_ok2 && m0) *(inv_scale + t4) = 1.0f / scale;
+    // cast_kernels.go:151
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) xf[r] = x_next1[r];
   }
-  // cast_kernels.go:58
-  if (row_ok && tid < 1) *(inv_scale + (int)blockIdx.x) = 1.0f / scale;
 }

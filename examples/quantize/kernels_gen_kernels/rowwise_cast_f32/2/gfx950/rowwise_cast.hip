@@ -29,21 +29,21 @@ FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
   return (uint8_t)(sign | code);
 }
 
-// fp8gen rowwise_cast (op rowwise_cast) for gfx950, e4m3fn, schedule BLOCK_K=4096,LOOP=1,ROWS=1,WARPS=8
-extern "C" __global__ void __launch_bounds__(512) rowwise_cast_abe0d8f4(const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+// fp8gen rowwise_cast (op rowwise_cast) for gfx950, e4m3fn, schedule BLOCK_K=4096,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=1,WARPS=8
+extern "C" __global__ void __launch_bounds__(512) rowwise_cast_a451bf77(const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
   __shared__ __align__(16) unsigned char lds[32];
   const int tid = threadIdx.x;
   const int t0 = tid * 4;
-  // cast_kernels.go:31
+  // cast_kernels.go:36
   const bool row_ok = (int)blockIdx.x < M;
-  // cast_kernels.go:46
+  // cast_kernels.go:76
   float amax_part[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) amax_part[r] = 0.0f;
   for (int i = 0; i < K; i += 4096) {
-    // cast_kernels.go:34
+    // cast_kernels.go:44
     const int t1 = (int)blockIdx.x * K;
-    // cast_kernels.go:35
+    // cast_kernels.go:45
     bool mask[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) mask[r] = row_ok && i + (r % 4 + r / 4 * 2048 + t0) < K;
@@ -51,15 +51,15 @@ extern "C" __global__ void __launch_bounds__(512) rowwise_cast_abe0d8f4(const fl
     float xf[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) if (mask[r]) xf[r] = *(x + (t1 + (i + (r % 4 + r / 4 * 2048 + t0)))); else xf[r] = 0.0f;
-    // cast_kernels.go:48
+    // cast_kernels.go:78
     float t2[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) t2[r] = fp8g_maxf(amax_part[r], fp8g_absf(xf[r]));
-    // cast_kernels.go:46
+    // cast_kernels.go:76
     #pragma unroll
     for (int r = 0; r < 8; ++r) amax_part[r] = t2[r];
   }
-  // cast_kernels.go:50
+  // cast_kernels.go:80
   float t3;
   { t3 = amax_part[0]; for (int k = 1; k < 8; ++k) t3 = fp8g_maxf(t3, amax_part[k]); }
   float t4;
@@ -74,11 +74,11 @@ extern "C" __global__ void __launch_bounds__(512) rowwise_cast_abe0d8f4(const fl
   __syncthreads();
   // cast_kernels.go:11
   const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
-  // cast_kernels.go:51
+  // cast_kernels.go:81
   for (int i1 = 0; i1 < K; i1 += 4096) {
-    // cast_kernels.go:34
+    // cast_kernels.go:44
     const int t5 = (int)blockIdx.x * K;
-    // cast_kernels.go:35
+    // cast_kernels.go:45
     bool mask1[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) mask1[r] = row_ok && i1 + (r % 4 + r / 4 * 2048 + t0) < K;
@@ -86,11 +86,11 @@ extern "C" __global__ void __launch_bounds__(512) rowwise_cast_abe0d8f4(const fl
     float xf1[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) if (mask1[r]) xf1[r] = *(x + (t5 + (i1 + (r % 4 + r / 4 * 2048 + t0)))); else xf1[r] = 0.0f;
-    // cast_kernels.go:54
+    // cast_kernels.go:84
     #pragma unroll
     for (int r = 0; r < 8; ++r) if (mask1[r]) *(q + (t5 + (i1 + (r % 4 + r / 4 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r] * scale);
-  // cast_kernels.go:51
+  // cast_kernels.go:81
   }
-  // cast_kernels.go:58
+  // cast_kernels.go:87
   if (row_ok && tid < 1) *(inv_scale + (int)blockIdx.x) = 1.0f / scale;
 }
