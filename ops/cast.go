@@ -125,16 +125,22 @@ var Rowwise = register(&Op{
 		Variant{Name: "i64", Shape: Shape{"M": 65536, "K": 40000}}),
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
-		x := in["x"].Floats()
+		x := in["x"]
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		for i := 0; i < m; i++ {
-			row := x[i*k : (i+1)*k]
-			scale := refScale(refAmax(row), c)
-			for j, v := range row {
-				out["q"].Data[i*k+j] = refnum.EncodeFP8(c.Format, v*scale)
+		enc := refnum.Encoder(c.Format)
+		rowsParallel(m, k, func(lo, hi int) {
+			row := make([]float32, k)
+			for i := lo; i < hi; i++ {
+				for j := range row {
+					row[j] = float32(x.Float(i*k + j))
+				}
+				scale := refScale(refAmax(row), c)
+				for j, v := range row {
+					out["q"].Data[i*k+j] = enc(v * scale)
+				}
+				refnum.PutF32(out["inv_scale"].Data, i, 1/scale)
 			}
-			refnum.PutF32(out["inv_scale"].Data, i, 1/scale)
-		}
+		})
 		return out
 	},
 	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {
@@ -209,11 +215,17 @@ var Tensorwise = register(&Op{
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		amax := refAmax(x)
+		// Chunks' amaxes, then their max: maxNum is exact in any order.
+		parts := make([]float32, refChunks)
+		bigParallel(len(x), func(lo, hi, chunk int) { parts[chunk] = refAmax(x[lo:hi]) })
+		amax := refAmax(parts)
 		scale := refScale(amax, c)
-		for i, v := range x {
-			out["q"].Data[i] = refnum.EncodeFP8(c.Format, v*scale)
-		}
+		enc := refnum.Encoder(c.Format)
+		bigParallel(len(x), func(lo, hi, _ int) {
+			for i, v := range x[lo:hi] {
+				out["q"].Data[lo+i] = enc(v * scale)
+			}
+		})
 		refnum.PutF32(out["inv_scale"].Data, 0, 1/scale)
 		refnum.PutF32(out["amax"].Data, 0, amax)
 		return out

@@ -37,3 +37,14 @@ func bigParallel(n int, body func(lo, hi, chunk int)) {
 	}
 	refParallel(n, body)
 }
+
+// rowsParallel runs body over the rows [0, m) of width k: in refChunks
+// chunks in parallel where they hold at least 1<<20 elements, else at once
+// on the calling goroutine.
+func rowsParallel(m, k int, body func(lo, hi int)) {
+	if m*k < 1<<20 {
+		body(0, m)
+		return
+	}
+	refParallel(m, func(lo, hi, _ int) { body(lo, hi) })
+}
