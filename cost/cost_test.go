@@ -23,7 +23,7 @@ type measured struct {
 }
 
 // h200Runs are the tune runs the model is held to: the fourth session's
-// (QK, MoE), the fifth's (the casts, the MoE scales' new schedules) and the
+// (QK, MoE), the fifth's (the casts, the MoE scales' new schedules), the
 // sixth's (colwise, grouped and expert with ORDER and PREFETCH) and the
 // eighth's (rowwise with its persistent loop).
 var h200Runs = []string{"testdata/h200-tune-2026-12-01.tsv", "testdata/h200-tune-2026-12-01b.tsv", "testdata/h200-tune-2026-12-01c.tsv", "testdata/h200-tune-2026-12-02.tsv"}
