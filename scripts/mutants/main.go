@@ -257,8 +257,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "schedule/schedule.go",
-		old:    "case r.Regs > t.RegsLane:",
-		new:    "case r.Regs > 2*t.RegsLane:",
+		old:    "case regs > t.RegsLane:",
+		new:    "case regs > 2*t.RegsLane:",
 		pkgs:   []string{"./schedule"},
 		reason: "register check allows twice the per-lane limit",
 	},
@@ -370,6 +370,22 @@ var mutants = []mutant{
 		pkgs:   []string{"./ops"},
 		tests:  "TestOpsInterpMatchReference/sm_90/rowwise_cast",
 		reason: "the kernel ignores the pow2 option and keeps unrounded scales",
+	},
+	{
+		file:   "ops/cast_kernels.go",
+		old:    "tileLoop(b, r0, m, b.Mul(b.NumPrograms(0), nr), nr,",
+		new:    "tileLoop(b, r0, m, b.Mul(b.NumPrograms(0), 2*nr), nr,",
+		pkgs:   []string{"./ops"},
+		tests:  "TestRowwisePersistentTrips",
+		reason: "the persistent rowwise loop strides twice the rows its programs cover, skipping blocks",
+	},
+	{
+		file:   "ops/cast_kernels.go",
+		old:    "return append([]*ir.Value{next}, body(r0, carried[0], carried[1:])...)",
+		new:    "return append([]*ir.Value{next}, body(r0, next, carried[1:])...)",
+		pkgs:   []string{"./ops"},
+		tests:  "TestRowwisePersistentTrips",
+		reason: "a prefetching loop works on the tile it loaded for the next trip, not this one",
 	},
 	// runtime: what the CPU-only runtime tests hold.
 	{
