@@ -43,4 +43,3 @@ func TestRowwisePersistentTrips(t *testing.T) {
 		}
 	}
 }
-
