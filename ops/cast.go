@@ -103,7 +103,7 @@ var Rowwise = register(&Op{
 		{Name: "ROWS", Doc: "rows per program (per trip of its loop with PER_CU)", Domain: schedule.Pow2("1", "64")},
 		{Name: "BLOCK_K", Doc: "columns per tile", Domain: schedule.Pow2("1", "65536")},
 		{Name: "LOOP", Doc: "0: the row in registers, one pass; 1: two passes over K in tiles of BLOCK_K", Domain: schedule.Bool()},
-		{Name: "PER_CU", Doc: "0: a program for each ROWS rows; n: n programs a CU, each a loop over blocks of ROWS rows (one pass)", Domain: schedule.Range("0", "64")},
+		{Name: "PER_CU", Doc: "0: a program for each ROWS rows; n: n programs a CU (at most one a block of rows), each a loop over blocks of ROWS rows (one pass)", Domain: schedule.Range("0", "64")},
 		{Name: "PREFETCH", Doc: "1: the loop of PER_CU loads its next block of rows before it reduces and stores this one", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
@@ -159,9 +159,10 @@ var Rowwise = register(&Op{
 // of the earlier default); rows of more than 16384 elements loop over K
 // twice. On the H200 (2026-12-02) the persistent loop with 64 elements a
 // lane and 2048 threads a CU won at three of the five bench shapes and
-// was within 2.5% at a fourth; it moved 8192², 16384×8192 and 4096×14336
-// from 87, 89 and 69% of a copy to 95, 96 and 89%. Eight candidates, so
-// that a tune times every one (the cost model does not see the prefetch).
+// was within 2.5% at a fourth; tuned, it moved 8192², 16384×8192 and
+// 4096×14336 from 87, 89 and 69% of a copy to 95–97, 99–100 and 89–90%
+// (two runs). Eight candidates, so that a tune times every one (the cost
+// model does not see the prefetch).
 func rowwiseCandidates() []Candidate {
 	var out []Candidate
 	row := func(per, rows, cu, prefetch string) Candidate {
