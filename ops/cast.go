@@ -111,6 +111,11 @@ var Rowwise = register(&Op{
 		{Cond: e("LOOP == 1 || BLOCK_K <= 16384"), Why: "rows longer than 16384 take the two-pass schedule (LOOP=1)"},
 		{Cond: e("LOOP == 0 || PER_CU == 0"), Why: "the persistent loop (PER_CU > 0) is one-pass: LOOP must be 0"},
 		{Cond: e("PER_CU > 0 || PREFETCH == 0"), Why: "PREFETCH loads ahead in the persistent loop: it needs PER_CU > 0"},
+		// The loop's row counter and the block it loads ahead reach up to
+		// PER_CU·CUS·ROWS + ROWS rows past M; a 32-bit export's manifest
+		// bounds only elements, so the loop is held to where that reach
+		// stays below 2^31 whatever the index width.
+		{Cond: e("PER_CU == 0 || M <= 2147483647 - 2 * PER_CU * CUS * ROWS"), Why: "the persistent loop (PER_CU > 0) steps PER_CU·CUS·ROWS rows past M: M must stay that far below 2^31 (take PER_CU=0)"},
 		tileLimit("ROWS * BLOCK_K"),
 	},
 	Candidates: rowwiseCandidates(),
@@ -129,6 +134,9 @@ var Rowwise = register(&Op{
 		out := Tensors(c.SpecsOf(Output, Scratch))
 		enc := refnum.Encoder(c.Format)
 		rowsParallel(m, k, func(lo, hi int) {
+			if lo == hi {
+				return
+			}
 			row := make([]float32, k)
 			for i := lo; i < hi; i++ {
 				for j := range row {
@@ -157,12 +165,15 @@ var Rowwise = register(&Op{
 // those start as the first finish); then a whole row in registers, one
 // program for each ROWS rows, 32 or 16 elements a lane (the single pass
 // of the earlier default); rows of more than 16384 elements loop over K
-// twice. On the H200 (2026-12-02) the persistent loop with 64 elements a
-// lane and 2048 threads a CU won at three of the five bench shapes and
-// was within 2.5% at a fourth; tuned, it moved 8192², 16384×8192 and
-// 4096×14336 from 87, 89 and 69% of a copy to 95–97, 99–100 and 89–90%
-// (two runs). Eight candidates, so that a tune times every one (the cost
-// model does not see the prefetch).
+// twice. In the H200's tune of all eight (2026-12-02) the loop at 64
+// elements a lane and 4096 threads a CU won at three of the five bench
+// shapes and was within 2.1 and 2.4% at the other two, where 64 a lane
+// at 2048 threads and 32 at 4096 won; tuned, rowwise moved 8192²,
+// 16384×8192 and 4096×14336 from 87, 89 and 69% of a copy to 95–97,
+// 99–100 and 89–90% (two runs). Eight candidates, so that a tune times
+// every one (the cost model does not see the prefetch). The loop has not
+// run on AMD hardware: it is compiled by hipcc and exact in the
+// interpreter there, its speed unmeasured.
 func rowwiseCandidates() []Candidate {
 	var out []Candidate
 	row := func(per, rows, cu, prefetch string) Candidate {
@@ -175,7 +186,7 @@ func rowwiseCandidates() []Candidate {
 			{"PREFETCH", e(prefetch)},
 		}
 	}
-	for _, c := range [][2]string{{"64", "2048"}, {"32", "2048"}, {"32", "4096"}, {"64", "4096"}} {
+	for _, c := range [][2]string{{"64", "4096"}, {"64", "2048"}, {"32", "4096"}, {"32", "2048"}} {
 		out = append(out, row(c[0], "1", "max(1, min(64, "+c[1]+" / (WARPS * WAVE)))", "1"))
 	}
 	for _, per := range []string{"32", "16"} {

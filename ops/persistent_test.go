@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fp8gen/fp8gen/schedule"
@@ -41,5 +42,25 @@ func TestRowwisePersistentTrips(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The persistent loop's reach past M is held below 2^31 by a constraint,
+// which a 32-bit export carries into its manifest (the Python loader
+// checks only element counts and constraints): near 2^31 rows it is
+// refused by name, and the default falls back to a program a block.
+func TestRowwisePersistentReach(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	sh := Shape{"M": 2147483647 - 1000, "K": 1}
+	s := schedule.Params{"BLOCK_K": 1, "WARPS": 1, "ROWS": 32, "LOOP": 0, "PER_CU": 1, "PREFETCH": 1}
+	if _, err := Rowwise.NewPlan(tg, sh, nil, s); err == nil || !strings.Contains(err.Error(), "steps PER_CU·CUS·ROWS rows past M") {
+		t.Errorf("PER_CU=1 at M=%d: %v; want the reach refused", sh["M"], err)
+	}
+	p, err := Rowwise.NewPlan(tg, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Schedule["PER_CU"] != 0 {
+		t.Errorf("default at M=%d: %v; want PER_CU=0", sh["M"], p.Schedule)
 	}
 }

@@ -29,13 +29,13 @@ var rowwiseCastOp = sync.OnceValues(func() (*launch.Op, error) {
 // It runs the first of its exports that holds a call's shape:
 //
 //	exported at K=4096,M=4096, where
-//		gfx942: M, K multiples of 16; 4096 >= K; at most 2147418111 elements a tensor
-//		gfx950: M, K multiples of 16; 4096 >= K; at most 2147418111 elements a tensor
-//		sm_90: M, K multiples of 16; 4096 >= K; at most 2147418111 elements a tensor
+//		gfx942: M, K multiples of 16; 4096 >= K; M <= 2147444735; at most 2147418111 elements a tensor
+//		gfx950: M, K multiples of 16; 4096 >= K; M <= 2147450879; at most 2147418111 elements a tensor
+//		sm_90: M, K multiples of 16; 4096 >= K; M <= 2147466751; at most 2147418111 elements a tensor
 //	exported at K=16384,M=16, where
-//		gfx942: M, K multiples of 16; 16384 >= K; at most 2147418111 elements a tensor
-//		gfx950: M, K multiples of 16; 16384 >= K; at most 2147418111 elements a tensor
-//		sm_90: M, K multiples of 16; 16384 >= K; at most 2147418111 elements a tensor
+//		gfx942: M, K multiples of 16; 16384 >= K; M <= 2147473919; at most 2147418111 elements a tensor
+//		gfx950: M, K multiples of 16; 16384 >= K; M <= 2147475455; at most 2147418111 elements a tensor
+//		sm_90: M, K multiples of 16; 16384 >= K; M <= 2147479423; at most 2147418111 elements a tensor
 //	exported at K=16385,M=1, where
 //		gfx942: at most 2147418111 elements a tensor
 //		gfx950: at most 2147418111 elements a tensor
@@ -86,13 +86,13 @@ var rowwiseCastF32Op = sync.OnceValues(func() (*launch.Op, error) {
 // It runs the first of its exports that holds a call's shape:
 //
 //	exported at K=4096,M=4096, where
-//		gfx942: M, K multiples of 16; 4096 >= K; at most 2147418111 elements a tensor
-//		gfx950: M, K multiples of 16; 4096 >= K; at most 2147418111 elements a tensor
-//		sm_90: M, K multiples of 16; 4096 >= K; at most 2147418111 elements a tensor
+//		gfx942: M, K multiples of 16; 4096 >= K; M <= 2147444735; at most 2147418111 elements a tensor
+//		gfx950: M, K multiples of 16; 4096 >= K; M <= 2147450879; at most 2147418111 elements a tensor
+//		sm_90: M, K multiples of 16; 4096 >= K; M <= 2147466751; at most 2147418111 elements a tensor
 //	exported at K=16384,M=16, where
-//		gfx942: M, K multiples of 16; 16384 >= K; at most 2147418111 elements a tensor
-//		gfx950: M, K multiples of 16; 16384 >= K; at most 2147418111 elements a tensor
-//		sm_90: M, K multiples of 16; 16384 >= K; at most 2147418111 elements a tensor
+//		gfx942: M, K multiples of 16; 16384 >= K; M <= 2147473919; at most 2147418111 elements a tensor
+//		gfx950: M, K multiples of 16; 16384 >= K; M <= 2147475455; at most 2147418111 elements a tensor
+//		sm_90: M, K multiples of 16; 16384 >= K; M <= 2147479423; at most 2147418111 elements a tensor
 //	exported at K=16385,M=1, where
 //		gfx942: at most 2147418111 elements a tensor
 //		gfx950: at most 2147418111 elements a tensor

@@ -14,8 +14,8 @@ FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
   return x != x ? 0x7f : (uint8_t)r;
 }
 
-// fp8gen rowwise_cast (op rowwise_cast) for sm_90, e4m3fn, schedule BLOCK_K=16384,LOOP=0,PER_CU=8,PREFETCH=1,ROWS=1,WARPS=8
-extern "C" __global__ void __launch_bounds__(256) rowwise_cast_8290554f(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+// fp8gen rowwise_cast (op rowwise_cast) for sm_90, e4m3fn, schedule BLOCK_K=16384,LOOP=0,PER_CU=16,PREFETCH=1,ROWS=1,WARPS=8
+extern "C" __global__ void __launch_bounds__(256) rowwise_cast_3eaca2e1(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
   __shared__ __align__(16) unsigned char lds[32];
   const int tid = threadIdx.x;
   const int t0 = tid * 8;
