@@ -133,7 +133,7 @@ var Rowwise = register(&Op{
 		x := in["x"]
 		out := Tensors(c.SpecsOf(Output, Scratch))
 		enc := refnum.Encoder(c.Format)
-		rowsParallel(m, k, func(lo, hi int) {
+		rowsParallel(m, k, func(lo, hi, _ int) {
 			if lo == hi {
 				return
 			}

@@ -30,21 +30,14 @@ func refParallel(rows int, body func(lo, hi, chunk int)) {
 
 // bigParallel is refParallel for n of at least 1<<20, else body(0, n, 0)
 // on the calling goroutine: small tensors are not worth the goroutines.
-func bigParallel(n int, body func(lo, hi, chunk int)) {
-	if n < 1<<20 {
-		body(0, n, 0)
-		return
-	}
-	refParallel(n, body)
-}
+func bigParallel(n int, body func(lo, hi, chunk int)) { rowsParallel(n, 1, body) }
 
-// rowsParallel runs body over the rows [0, m) of width k: in refChunks
-// chunks in parallel where they hold at least 1<<20 elements, else at once
-// on the calling goroutine.
-func rowsParallel(m, k int, body func(lo, hi int)) {
+// rowsParallel is bigParallel over the rows [0, m) of width k: in
+// parallel where they hold at least 1<<20 elements.
+func rowsParallel(m, k int, body func(lo, hi, chunk int)) {
 	if m*k < 1<<20 {
-		body(0, m)
+		body(0, m, 0)
 		return
 	}
-	refParallel(m, func(lo, hi, _ int) { body(lo, hi) })
+	refParallel(m, body)
 }
