@@ -113,6 +113,8 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 		return cs, sn
 	}
 	offs := b.Add(b.Mul(b.Col(t.pos), hd), b.Row(t.d)).Named("pos_offs")
+	// Every row's, v rows' too: masking those off cost nvcc 6 registers
+	// and the H200 40% at HKV = 8 (2026-12-02).
 	m := b.Col(t.ok)
 	cs = b.Load(b.PtrAdd(p.cos, offs), m, nil).Named("cos")
 	sn = b.Load(b.PtrAdd(p.sin, offs), m, nil).Named("sin")
@@ -224,7 +226,8 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	zero := func() *ir.Value { return b.Full(ir.F32, 0, nr, hd) }
 	acc := b.For(pid, tiles, np, []*ir.Value{zero().Named("dqw_rows"), zero().Named("dkw_rows")}, func(it *ir.Value, acc []*ir.Value) []*ir.Value {
 		t := qkTile(b, c, z, b.Mul(it, nr))
-		x := b.Cast(b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil), ir.F32).Named("x")
+		// v rows' gradient is dv: their qkv is not read (x = 0 there).
+		x := b.Cast(b.Load(b.PtrAdd(qkv, t.offs), b.Col(b.Or(t.isQ, t.isK)), nil), ir.F32).Named("x")
 		// The row's output gradient: dq, dk or dv, as the row is.
 		dy := b.Add(b.Cast(b.Load(b.PtrAdd(dq, t.qOffs), b.Col(t.isQ), nil), ir.F32),
 			b.Cast(b.Load(b.PtrAdd(dk, t.kvOffs), b.Col(t.isK), nil), ir.F32)).Named("dy")
