@@ -298,7 +298,7 @@ func (g *GPU) PrepareOn(ctx context.Context, p *ops.Plan, on *Prepared) (*Prepar
 // bind compiles the plan's steps and makes their launches on pr's buffers.
 func (pr *Prepared) bind(ctx context.Context) error {
 	g, p := pr.g, pr.p
-	for _, s := range p.Steps {
+	for i, s := range p.Steps {
 		k, ek, err := g.Kernel(ctx, p, s, &pr.Stats)
 		if err != nil {
 			return err
@@ -317,7 +317,11 @@ func (pr *Prepared) bind(ctx context.Context) error {
 			shared = ek.LDSBytes
 		}
 		grid, block := s.Grid, [3]int{ek.Threads, 1, 1}
-		pr.launch = append(pr.launch, func() error { return g.Dev.Launch(k, grid, block, shared, args...) })
+		launch := g.Dev.Launch
+		if i > 0 && p.Target.PDL { // the kernel waits for the one before it
+			launch = g.Dev.LaunchDependent
+		}
+		pr.launch = append(pr.launch, func() error { return launch(k, grid, block, shared, args...) })
 	}
 	return nil
 }

@@ -248,6 +248,14 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 			fmt.Fprintf(&sb, "  __shared__ __align__(16) unsigned char lds[%d];\n", f.LDSBytes)
 		}
 	}
+	if e.t.PDL {
+		// Launched to overlap the kernel before it in the stream: wait for
+		// that grid and its writes (a no-op when launched plainly). No
+		// early griddepcontrol.launch_dependents: the next grid starts as
+		// this one ends, which the H200 measured as fast or faster (an
+		// early trigger cost grouped_colwise_cast 3% at T=65536).
+		sb.WriteString("  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n")
+	}
 	uses := false
 	f.Walk(func(v *ir.Value) { uses = uses || v.Op == ir.OpTid })
 	if uses {

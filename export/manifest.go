@@ -135,6 +135,12 @@ type Kernel struct {
 	DynamicLDSBytes int `json:"dynamic_lds_bytes"`
 	// StaticLDSBytes is declared in the kernel; nothing to pass.
 	StaticLDSBytes int `json:"static_lds_bytes"`
+	// DependentLaunch: the kernel begins by waiting for the kernel before
+	// it (griddepcontrol.wait), so it may be launched to overlap that one's
+	// tail (CUDA's programmatic dependent launch: cuLaunchKernelEx with
+	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION). A plain
+	// launch is always correct.
+	DependentLaunch bool `json:"dependent_launch,omitempty"`
 }
 
 // Param is one kernel parameter, in order: a tensor (a device pointer to
@@ -208,7 +214,8 @@ func New(p *ops.Plan) (*Bundle, error) {
 	}
 	for i, s := range p.Steps {
 		ek := u.Kernels[i]
-		k := Kernel{Name: s.Func.Name, Symbol: ek.Name, Block: [3]int{ek.Threads, 1, 1}, StaticLDSBytes: ek.LDSBytes}
+		k := Kernel{Name: s.Func.Name, Symbol: ek.Name, Block: [3]int{ek.Threads, 1, 1}, StaticLDSBytes: ek.LDSBytes,
+			DependentLaunch: i > 0 && p.Target.PDL}
 		if ek.Dynamic {
 			k.DynamicLDSBytes, k.StaticLDSBytes = ek.LDSBytes, 0
 		}

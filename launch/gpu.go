@@ -125,7 +125,11 @@ func (r *Runner) runGPU(ctx context.Context, b *export.Bundle, call *ops.Call, s
 			}
 		}
 		g, _ := k.GridAt(sh)
-		if err := r.dev.Launch(rk, [3]int{int(g[0]), int(g[1]), int(g[2])}, k.Block, k.DynamicLDSBytes, args...); err != nil {
+		launch := r.dev.Launch
+		if k.DependentLaunch {
+			launch = r.dev.LaunchDependent
+		}
+		if err := launch(rk, [3]int{int(g[0]), int(g[1]), int(g[2])}, k.Block, k.DynamicLDSBytes, args...); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 	"unsafe"
@@ -60,6 +61,7 @@ type Device struct {
 	stream  unsafe.Pointer // launches and event records go here
 	props   Props
 	closed  bool
+	pdl     bool // LaunchDependent overlaps (see there)
 	// Buffers allocated and not yet freed, and their bytes: tests hold
 	// every path to returning what it took.
 	liveBufs  int
@@ -89,6 +91,13 @@ func Open(ordinal int) (*Device, error) {
 	d := &Device{drv: drv, ordinal: ordinal, dev: dev}
 	if err := d.readProps(); err != nil {
 		return nil, err
+	}
+	switch v := os.Getenv("FP8GEN_PDL"); v {
+	case "", "on":
+		d.pdl = drv.vendor == target.NVIDIA && d.props.ComputeCapability[0] >= 9 && cHasLaunchEx()
+	case "off":
+	default:
+		return nil, fmt.Errorf("runtime: FP8GEN_PDL=%q: want on (the default: programmatic dependent launch where the device has it) or off", v)
 	}
 	if drv.vendor == target.NVIDIA {
 		if d.ctx, err = drv.ctxRetain(dev); err != nil {
@@ -342,7 +351,9 @@ func (d *Device) Download(dst []byte, src *Buffer) error {
 	return d.cDtoH(dst, src.ptr)
 }
 
-// CopyDtoD copies the first n bytes of src to dst.
+// CopyDtoD copies the first n bytes of src to dst, in the device's stream:
+// after the work launched so far and before what follows, the host not
+// waiting (Synchronize, or a download, does).
 func (d *Device) CopyDtoD(dst, src *Buffer, n int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -358,7 +369,7 @@ func (d *Device) CopyDtoD(dst, src *Buffer, n int) error {
 	return d.cDtoD(dst.ptr, src.ptr, n)
 }
 
-// Memset sets every byte of b to v.
+// Memset sets every byte of b to v, in the device's stream as CopyDtoD.
 func (d *Device) Memset(b *Buffer, v byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -588,6 +599,29 @@ func argType(a any) string {
 // the device pointer), int32, uint32, int64, float32 or uintptr. The launch
 // is asynchronous: errors of the kernel itself surface at Synchronize.
 func (d *Device) Launch(k *Kernel, grid, block [3]int, sharedBytes int, args ...any) error {
+	return d.launch(k, grid, block, sharedBytes, false, args)
+}
+
+// LaunchDependent is Launch for a kernel that may start while the kernel
+// before it in the stream finishes: on CUDA devices of compute capability
+// 9.0 and up, a programmatic dependent launch, which readies the grid
+// while the previous one runs instead of after it (on the H200, 1–2 µs a
+// kernel boundary; earlier with griddepcontrol.launch_dependents in the
+// previous kernel, which fp8gen's kernels do not execute: it measured
+// slower for them). Such a kernel must
+// execute griddepcontrol.wait before it touches memory the previous kernel
+// writes, as every kernel fp8gen emits for sm_90 does first thing; it
+// waits for the whole previous grid and its writes. Elsewhere, or with
+// FP8GEN_PDL=off in the environment when the device was opened, it is
+// Launch.
+func (d *Device) LaunchDependent(k *Kernel, grid, block [3]int, sharedBytes int, args ...any) error {
+	return d.launch(k, grid, block, sharedBytes, d.pdl, args)
+}
+
+// DependentLaunch reports whether LaunchDependent overlaps kernels here.
+func (d *Device) DependentLaunch() bool { return d.pdl }
+
+func (d *Device) launch(k *Kernel, grid, block [3]int, sharedBytes int, dependent bool, args []any) error {
 	if k == nil {
 		return errors.New("runtime: Launch: nil kernel")
 	}
@@ -626,7 +660,7 @@ func (d *Device) Launch(k *Kernel, grid, block [3]int, sharedBytes int, args ...
 			}
 		}
 	}
-	return d.cLaunch(k, grid, block, sharedBytes, slots)
+	return d.cLaunch(k, grid, block, sharedBytes, slots, dependent)
 }
 
 // ---- events ----

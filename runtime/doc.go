@@ -30,6 +30,15 @@
 // the device and the kernel (and, where the CUDA driver can tell, the
 // number and sizes of the arguments) before calling the driver.
 //
+// Memsets and device copies go into the stream with the launches
+// (cuMemsetD8Async, cuMemcpyDtoDAsync_v2): the synchronous forms run on
+// the legacy stream, which waits for the device's stream and makes it wait
+// in turn, a bubble of about 2 µs between an op's scratch memset and its
+// first kernel on the H200. LaunchDependent launches a kernel that may
+// start while the one before it finishes (programmatic dependent launch,
+// cuLaunchKernelEx, CUDA sm_90 and up; a plain launch elsewhere, or with
+// FP8GEN_PDL=off): the kernel waits for its predecessor itself.
+//
 // Known limits on AMD (not testable without an AMD GPU): gcnArchName has no
 // device attribute in ROCm 6+, so it is read by scanning the buffer that
 // hipGetDeviceProperties fills for a "gfx..." string, which needs no

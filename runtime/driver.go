@@ -28,12 +28,12 @@ enum {
 	S_Init, S_DriverGetVersion, S_DeviceGetCount, S_DeviceGet, S_DeviceGetName,
 	S_DeviceGetAttribute, S_DeviceTotalMem, S_PrimaryCtxRetain, S_PrimaryCtxRelease,
 	S_CtxSetCurrent, S_SetDevice, S_CtxSynchronize, S_MemAlloc, S_MemFree,
-	S_MemcpyHtoD, S_MemcpyDtoH, S_MemcpyDtoD, S_MemsetD8, S_ModuleLoadData,
+	S_MemcpyHtoD, S_MemcpyDtoH, S_MemcpyDtoDAsync, S_MemsetD8Async, S_ModuleLoadData,
 	S_ModuleUnload, S_ModuleGetFunction, S_FuncGetAttribute, S_FuncSetAttribute,
 	S_FuncGetParamInfo, S_FuncGetParamCount, S_LaunchKernel, S_StreamCreate, S_StreamSynchronize,
 	S_StreamDestroy, S_EventCreate, S_EventRecord, S_EventSynchronize,
 	S_EventElapsedTime, S_EventDestroy, S_GetErrorName, S_GetErrorString,
-	S_GetDeviceProperties,
+	S_GetDeviceProperties, S_LaunchKernelEx,
 	S_COUNT
 };
 
@@ -128,8 +128,8 @@ static fgRes fg_mem_alloc(fgDev d, fgPtr *p, size_t n) { FG_CURRENT(d); FG_RET((
 static fgRes fg_mem_free(fgDev d, fgPtr p) { FG_CURRENT(d); FG_RET(((fgResult (*)(fgPtr))fg_fn[S_MemFree])(p)); }
 static fgRes fg_htod(fgDev d, fgPtr dst, const void *src, size_t n) { FG_CURRENT(d); FG_RET(((fgResult (*)(fgPtr, const void *, size_t))fg_fn[S_MemcpyHtoD])(dst, src, n)); }
 static fgRes fg_dtoh(fgDev d, void *dst, fgPtr src, size_t n) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, fgPtr, size_t))fg_fn[S_MemcpyDtoH])(dst, src, n)); }
-static fgRes fg_dtod(fgDev d, fgPtr dst, fgPtr src, size_t n) { FG_CURRENT(d); FG_RET(((fgResult (*)(fgPtr, fgPtr, size_t))fg_fn[S_MemcpyDtoD])(dst, src, n)); }
-static fgRes fg_memset8(fgDev d, fgPtr p, unsigned char v, size_t n) { FG_CURRENT(d); FG_RET(((fgResult (*)(fgPtr, unsigned char, size_t))fg_fn[S_MemsetD8])(p, v, n)); }
+static fgRes fg_dtod(fgDev d, fgPtr dst, fgPtr src, size_t n, void *s) { FG_CURRENT(d); FG_RET(((fgResult (*)(fgPtr, fgPtr, size_t, void *))fg_fn[S_MemcpyDtoDAsync])(dst, src, n, s)); }
+static fgRes fg_memset8(fgDev d, fgPtr p, unsigned char v, size_t n, void *s) { FG_CURRENT(d); FG_RET(((fgResult (*)(fgPtr, unsigned char, size_t, void *))fg_fn[S_MemsetD8Async])(p, v, n, s)); }
 static fgRes fg_module_load(fgDev d, void **m, const void *image) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, const void *))fg_fn[S_ModuleLoadData])(m, image)); }
 static fgRes fg_module_unload(fgDev d, void *m) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *))fg_fn[S_ModuleUnload])(m)); }
 static fgRes fg_module_function(fgDev d, void **f, void *m, const char *name) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, void *, const char *))fg_fn[S_ModuleGetFunction])(f, m, name)); }
@@ -165,6 +165,41 @@ static fgRes fg_launch(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 			unsigned, void *, void **, void **))fg_fn[S_LaunchKernel])(
 		f, gx, gy, gz, bx, by, bz, shared, stream, params, NULL));
 }
+
+// fg_launch_dependent is fg_launch through cuLaunchKernelEx with the
+// programmatic stream serialization attribute: the kernel may be scheduled
+// while the previous kernel in the stream finishes, and waits for it with
+// griddepcontrol.wait. The structs are CUlaunchConfig and CUlaunchAttribute
+// as cuda.h lays them out (CUDA 12.0+): the attribute's id, padded to 8
+// bytes, then its 64-byte value union.
+typedef struct { unsigned id; unsigned pad; unsigned value[16]; } fgLaunchAttr;
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, shared;
+	void *stream;
+	fgLaunchAttr *attrs;
+	unsigned nattrs;
+} fgLaunchConfig;
+enum { FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+
+static fgRes fg_launch_dependent(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
+		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream,
+		uint64_t *slots, int n) {
+	void *params[FG_MAX_ARGS];
+	fgLaunchAttr attr;
+	fgLaunchConfig cfg;
+	int i;
+	FG_CURRENT(d);
+	if (n > FG_MAX_ARGS) n = FG_MAX_ARGS;
+	for (i = 0; i < FG_MAX_ARGS; i++) params[i] = i < n ? (void *)&slots[i] : (void *)fg_zeros;
+	memset(&attr, 0, sizeof attr);
+	attr.id = FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
+	attr.value[0] = 1;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gx = gx; cfg.gy = gy; cfg.gz = gz; cfg.bx = bx; cfg.by = by; cfg.bz = bz;
+	cfg.shared = shared; cfg.stream = stream; cfg.attrs = &attr; cfg.nattrs = 1;
+	FG_RET(((fgResult (*)(const fgLaunchConfig *, void *, void **, void **))fg_fn[S_LaunchKernelEx])(&cfg, f, params, NULL));
+}
+static int fg_has_launch_ex(void) { return fg_fn[S_LaunchKernelEx] != NULL; }
 */
 import "C"
 
@@ -208,8 +243,11 @@ var symbols = []symbol{
 	{slot: C.S_MemFree, cuda: "cuMemFree_v2", hip: "hipFree"},
 	{slot: C.S_MemcpyHtoD, cuda: "cuMemcpyHtoD_v2", hip: "hipMemcpyHtoD"},
 	{slot: C.S_MemcpyDtoH, cuda: "cuMemcpyDtoH_v2", hip: "hipMemcpyDtoH"},
-	{slot: C.S_MemcpyDtoD, cuda: "cuMemcpyDtoD_v2", hip: "hipMemcpyDtoD"},
-	{slot: C.S_MemsetD8, cuda: "cuMemsetD8_v2", hip: "hipMemsetD8"},
+	// On the device's stream, with its launches: the synchronous forms run
+	// on the legacy stream, which waits for every other stream and makes
+	// them wait for it (a bubble between an op's memset and its kernels).
+	{slot: C.S_MemcpyDtoDAsync, cuda: "cuMemcpyDtoDAsync_v2", hip: "hipMemcpyDtoDAsync"},
+	{slot: C.S_MemsetD8Async, cuda: "cuMemsetD8Async", hip: "hipMemsetD8Async"},
 	{slot: C.S_ModuleLoadData, cuda: "cuModuleLoadData", hip: "hipModuleLoadData"},
 	{slot: C.S_ModuleUnload, cuda: "cuModuleUnload", hip: "hipModuleUnload"},
 	{slot: C.S_ModuleGetFunction, cuda: "cuModuleGetFunction", hip: "hipModuleGetFunction"},
@@ -237,6 +275,8 @@ var symbols = []symbol{
 	// the struct layout differs between releases, so the name is found by
 	// scanning the filled buffer (see hipArchName).
 	{slot: C.S_GetDeviceProperties, hip: "hipGetDevicePropertiesR0600 hipGetDeviceProperties", optional: true},
+	// CUDA 12.0+: programmatic dependent launch (LaunchDependent).
+	{slot: C.S_LaunchKernelEx, cuda: "cuLaunchKernelEx", optional: true},
 }
 
 // Device attribute numbers. CUDA's CUdevice_attribute values are fixed by
@@ -605,13 +645,13 @@ func (d *Device) cDtoH(dst []byte, src uint64) error {
 }
 
 func (d *Device) cDtoD(dst, src uint64, n int) error {
-	r := C.fg_dtod(d.cdev(), C.fgPtr(dst), C.fgPtr(src), C.size_t(n))
-	return d.res(r, C.S_MemcpyDtoD, fmt.Sprintf("%#x, %#x, %d B", dst, src, n))
+	r := C.fg_dtod(d.cdev(), C.fgPtr(dst), C.fgPtr(src), C.size_t(n), d.stream)
+	return d.res(r, C.S_MemcpyDtoDAsync, fmt.Sprintf("%#x, %#x, %d B", dst, src, n))
 }
 
 func (d *Device) cMemset(p uint64, v byte, n int) error {
-	r := C.fg_memset8(d.cdev(), C.fgPtr(p), C.uchar(v), C.size_t(n))
-	return d.res(r, C.S_MemsetD8, fmt.Sprintf("%#x, %#02x, %d B", p, v, n))
+	r := C.fg_memset8(d.cdev(), C.fgPtr(p), C.uchar(v), C.size_t(n), d.stream)
+	return d.res(r, C.S_MemsetD8Async, fmt.Sprintf("%#x, %#02x, %d B", p, v, n))
 }
 
 func (d *Device) cModuleLoad(image []byte) (unsafe.Pointer, error) {
@@ -686,18 +726,26 @@ func (d *Device) cParamSizes(f unsafe.Pointer, nargs int) (sizes []int, ok, coun
 	return sizes, true, counted
 }
 
-func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint64) error {
+func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint64, dependent bool) error {
 	var p *C.uint64_t
 	if len(slots) > 0 {
 		p = (*C.uint64_t)(unsafe.Pointer(&slots[0]))
 	}
-	r := C.fg_launch(d.cdev(), k.fn,
-		C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]),
-		C.uint(shared), d.stream, p, C.int(len(slots)))
-	return d.res(r, C.S_LaunchKernel, fmt.Sprintf("%s, grid %v, block %v, %d B shared, %d args",
+	gx, gy, gz := C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2])
+	bx, by, bz := C.uint(block[0]), C.uint(block[1]), C.uint(block[2])
+	var r C.fgRes
+	slot := C.S_LaunchKernel
+	if dependent {
+		r, slot = C.fg_launch_dependent(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots))), C.S_LaunchKernelEx
+	} else {
+		r = C.fg_launch(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)))
+	}
+	return d.res(r, slot, fmt.Sprintf("%s, grid %v, block %v, %d B shared, %d args",
 		k.name, grid, block, shared, len(slots)))
 }
+
+// cHasLaunchEx reports whether the driver has cuLaunchKernelEx.
+func cHasLaunchEx() bool { return C.fg_has_launch_ex() != 0 }
 
 func (d *Device) cStreamCreate() (unsafe.Pointer, error) {
 	var s unsafe.Pointer

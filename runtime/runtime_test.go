@@ -495,6 +495,40 @@ func TestGPUKernel(t *testing.T) {
 		}
 	}
 
+	// Memset and CopyDtoD take their place in the stream between launches,
+	// the host not waiting: zero, three adds, a copy, zero, one add.
+	y, err := d.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Free()
+	for _, step := range []func() error{
+		func() error { return d.Memset(x, 0) },
+		func() error { return d.Launch(k, grid, block, 0, x, int32(n)) },
+		func() error { return d.Launch(k, grid, block, 0, x, int32(n)) },
+		func() error { return d.Launch(k, grid, block, 0, x, int32(n)) },
+		func() error { return d.CopyDtoD(y, x, 4*n) },
+		func() error { return d.Memset(x, 0) },
+		func() error { return d.Launch(k, grid, block, 0, x, int32(n)) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		b    *Buffer
+		want float32
+	}{{x, 1}, {y, 3}} {
+		if err := d.Download(out, c.b); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range bytesToFloats(out) {
+			if v != c.want {
+				t.Fatalf("after memset, adds and copy in the stream: element %d = %v, want %v", i, v, c.want)
+			}
+		}
+	}
+
 	// Launch errors are caught before the driver sees them.
 	err = d.Launch(k, [3]int{1, 1, 1}, [3]int{2048, 1, 1}, 0, x, int32(n))
 	t.Logf("2048 threads: %v", err)
@@ -524,6 +558,85 @@ func TestGPUKernel(t *testing.T) {
 	}
 	if err := d.Synchronize(); err != nil {
 		t.Fatalf("device unhealthy after rejected launches: %v", err)
+	}
+}
+
+// addDepSrc is add1 written to be launched with LaunchDependent: on
+// NVIDIA it waits for the kernel before it first, as fp8gen's sm_90
+// kernels do.
+const addDepSrc = `extern "C" __global__ void add_dep(float* x, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) x[i] += 1.0f;
+}
+`
+
+// TestGPULaunchDependent: kernels launched to overlap the one before them
+// each still see every write of it: 64 adds in turn, each reading what
+// the previous wrote, over more blocks than fit on the device at once.
+func TestGPULaunchDependent(t *testing.T) {
+	d := openGPU(t)
+	p := d.Props()
+	t.Logf("programmatic dependent launch: %v (%s, cc %d.%d)", d.DependentLaunch(), p.Vendor, p.ComputeCapability[0], p.ComputeCapability[1])
+	if p.Vendor == target.NVIDIA && p.ComputeCapability[0] >= 9 && !d.DependentLaunch() && os.Getenv("FP8GEN_PDL") != "off" {
+		t.Error("a CUDA device of compute capability 9 or more, and LaunchDependent does not overlap")
+	}
+	bin, _ := compileGPU(t, d, &Compiler{CacheDir: t.TempDir()}, addDepSrc, "add_dep")
+	m, err := d.LoadModule(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unload()
+	k, err := m.Kernel("add_dep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, adds = 1<<24 + 5, 64
+	x, err := d.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Free()
+	if err := d.Memset(x, 0); err != nil {
+		t.Fatal(err)
+	}
+	grid, block := [3]int{(n + 255) / 256, 1, 1}, [3]int{256, 1, 1}
+	for i := range adds {
+		launch := d.LaunchDependent
+		if i == 0 {
+			launch = d.Launch
+		}
+		if err := launch(k, grid, block, 0, x, int32(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := make([]byte, 4*n)
+	if err := d.Download(out, x); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range bytesToFloats(out) {
+		if v != adds {
+			t.Fatalf("x[%d] = %v after %d dependent adds", i, v, adds)
+		}
+	}
+	// The checks of Launch hold for LaunchDependent too.
+	if err := d.LaunchDependent(k, [3]int{1, 1, 1}, [3]int{2048, 1, 1}, 0, x, int32(n)); err == nil || !strings.Contains(err.Error(), "2048") {
+		t.Errorf("dependent launch with 2048 threads: %v", err)
+	}
+	// FP8GEN_PDL=off turns it off; another value is refused at Open.
+	t.Setenv("FP8GEN_PDL", "off")
+	if d2 := openGPU(t); d2.DependentLaunch() {
+		t.Error("FP8GEN_PDL=off, and LaunchDependent overlaps")
+	}
+	t.Setenv("FP8GEN_PDL", "maybe")
+	if d3, err := Open(0); err == nil || !strings.Contains(err.Error(), `FP8GEN_PDL="maybe"`) {
+		if d3 != nil {
+			d3.Close()
+		}
+		t.Errorf("Open with FP8GEN_PDL=maybe: %v", err)
 	}
 }
 

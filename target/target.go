@@ -66,6 +66,11 @@ type Target struct {
 	// matches but for NaN payloads (checked on the GPU by the backend
 	// tests).
 	HWCvt bool
+	// PDL: the runtime may launch a plan's later kernels to overlap the
+	// kernel before them (programmatic dependent launch, sm_90 and up), so
+	// every kernel the emitter writes begins by waiting for its
+	// predecessor (griddepcontrol.wait: a no-op when launched plainly).
+	PDL bool
 }
 
 // FP8 returns the target's format of the given family ("e4m3" or "e5m2").
@@ -103,7 +108,7 @@ var targets = map[string]*Target{
 		Name: "sm_90", Vendor: NVIDIA, Product: "H100/H200",
 		WaveSize: 32, LDSBytes: 227 << 10, RegsLane: 255, RegsCU: 64 << 10,
 		MaxBlock: 1024, MaxWaves: 64, CUs: 132, HBMGBs: 4800, L2Bytes: 50 << 20,
-		E4M3: fp8.E4M3FN, E5M2: fp8.E5M2, HWCvt: true,
+		E4M3: fp8.E4M3FN, E5M2: fp8.E5M2, HWCvt: true, PDL: true,
 		// Measured on an H200 (2026-12-01): copies of 0.3–1 GB at
 		// 3.8–4.06 TB/s; nvcc 13.0's registers 0.52–1.29 of the estimate
 		// over that day's tune runs, median 0.64; the latency and the

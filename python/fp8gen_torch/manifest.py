@@ -415,6 +415,12 @@ class _Reader:
             raise ManifestError("%s.%s: %d out of range [%s, %s]" % (self.where, key, v, lo, hi))
         return v
 
+    def bool(self, key):
+        v = self.obj[key]
+        if not isinstance(v, bool):
+            raise self._bad(key, "true or false")
+        return v
+
     def num(self, key):
         v = self.obj[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -563,6 +569,10 @@ class Kernel:
         self.block = tuple(block)
         self.dynamic_lds_bytes = r.int("dynamic_lds_bytes", 0, INT32_MAX)
         self.static_lds_bytes = r.int("static_lds_bytes", 0, INT32_MAX)
+        # The kernel waits for its predecessor itself, so it could overlap
+        # that one's tail (programmatic dependent launch); this loader
+        # launches plainly, which is always correct.
+        self.dependent_launch = r.bool("dependent_launch") if r.has("dependent_launch") else False
 
 
 _TOP = ("fp8gen_manifest", "op", "doc", "target", "fp8", "options", "schedule", "index_bits",
@@ -624,7 +634,7 @@ class Manifest:
             _Reader(co, where + ".code_object", ("file", "sha256", "arch", "compiler")))
         self.kernels = [Kernel(_Reader(k, "%s.kernels[%d]" % (where, i),
                                        ("name", "symbol", "params", "grid", "block",
-                                        "dynamic_lds_bytes", "static_lds_bytes")))
+                                        "dynamic_lds_bytes", "static_lds_bytes"), ("dependent_launch",)))
                         for i, k in enumerate(r.list("kernels", nullable=True))]
         self._validate(where)
         self.size_names = [s.name for s in self.sizes]

@@ -312,6 +312,14 @@ class SyntheticTest(unittest.TestCase):
         with self.assertRaisesRegex(ShapeError, "not an integer"):
             m.check({"M": 16.0})
 
+    def test_dependent_launch(self):
+        k = dict(name="k", symbol="k_0123abcd", params=None, grid=["M", "1", "1"], block=[256, 1, 1],
+                 dynamic_lds_bytes=0, static_lds_bytes=0)
+        self.assertFalse(synthetic(kernels=[k]).kernels[0].dependent_launch)
+        self.assertTrue(synthetic(kernels=[k, dict(k, dependent_launch=True)]).kernels[1].dependent_launch)
+        with self.assertRaisesRegex(ManifestError, r"kernels\[0\]\.dependent_launch: want true or false"):
+            synthetic(kernels=[dict(k, dependent_launch=1)])
+
     def test_null_collections(self):
         m = synthetic(options=None, schedule=None)
         self.assertEqual((m.options, m.schedule, m.constraints), ({}, {}, []))
