@@ -149,6 +149,28 @@ func param(m map[string]any, i int) map[string]any {
 	return ps[i].(map[string]any)
 }
 
+// dependent_launch: on every kernel but the first of an sm_90 plan, and
+// refused on a first kernel or off NVIDIA.
+func TestDependentLaunch(t *testing.T) {
+	for _, tg := range []string{"sm_90", "gfx942"} {
+		m := bundle(t, "tensorwise_cast", tg, nil, nil).Manifest
+		if len(m.Kernels) < 2 {
+			t.Fatalf("tensorwise_cast on %s: %d kernels", tg, len(m.Kernels))
+		}
+		for i, k := range m.Kernels {
+			if want := i > 0 && tg == "sm_90"; k.DependentLaunch != want {
+				t.Errorf("%s kernel %d (%s): dependent_launch %v, want %v", tg, i, k.Symbol, k.DependentLaunch, want)
+			}
+		}
+		if tg == "gfx942" {
+			m.Kernels[1].DependentLaunch = true
+			if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "off NVIDIA") {
+				t.Errorf("dependent_launch on gfx942: %v", err)
+			}
+		}
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	js, err := bundle(t, "rowwise_cast", "sm_90", nil, nil).Manifest.Marshal()
 	if err != nil {
@@ -166,6 +188,7 @@ func TestParseRefuses(t *testing.T) {
 		{`"block": [
         64,`, `"block": [
         0,`, "want positive extents"},
+		{`"dynamic_lds_bytes": 0,`, `"dynamic_lds_bytes": 0, "dependent_launch": true,`, "dependent_launch on the first kernel"},
 	} {
 		bad := strings.Replace(string(js), c.from, c.to, 1)
 		if bad == string(js) {

@@ -332,7 +332,13 @@ func (m *Manifest) Validate() error {
 	if len(m.Kernels) == 0 {
 		return bad("no kernels")
 	}
-	for _, k := range m.Kernels {
+	for i, k := range m.Kernels {
+		if k.DependentLaunch && (i == 0 || m.Target.Vendor != "nvidia") {
+			// A loader would launch it to overlap what came before it in
+			// the stream, which only a later kernel of an NVIDIA plan,
+			// emitted to wait for its predecessor, may be.
+			return bad("kernel %s: dependent_launch on the first kernel or off NVIDIA", k.Symbol)
+		}
 		for _, g := range k.Grid {
 			if err := reads("grid of "+k.Symbol, g); err != nil {
 				return err

@@ -172,7 +172,7 @@ static fgRes fg_launch(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 // griddepcontrol.wait. The structs are CUlaunchConfig and CUlaunchAttribute
 // as cuda.h lays them out (CUDA 12.0+): the attribute's id, padded to 8
 // bytes, then its 64-byte value union.
-typedef struct { unsigned id; unsigned pad; unsigned value[16]; } fgLaunchAttr;
+typedef struct { unsigned id; unsigned pad; unsigned long long value[8]; } fgLaunchAttr; // 8-aligned, as the union
 typedef struct {
 	unsigned gx, gy, gz, bx, by, bz, shared;
 	void *stream;
@@ -193,7 +193,7 @@ static fgRes fg_launch_dependent(fgDev d, void *f, unsigned gx, unsigned gy, uns
 	for (i = 0; i < FG_MAX_ARGS; i++) params[i] = i < n ? (void *)&slots[i] : (void *)fg_zeros;
 	memset(&attr, 0, sizeof attr);
 	attr.id = FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
-	attr.value[0] = 1;
+	attr.value[0] = 1; // programmaticStreamSerializationAllowed: the union's first 4 bytes (little-endian)
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gx = gx; cfg.gy = gy; cfg.gz = gz; cfg.bx = bx; cfg.by = by; cfg.bz = bz;
 	cfg.shared = shared; cfg.stream = stream; cfg.attrs = &attr; cfg.nattrs = 1;

@@ -67,7 +67,7 @@ type Target struct {
 	// tests).
 	HWCvt bool
 	// PDL: the runtime may launch a plan's later kernels to overlap the
-	// kernel before them (programmatic dependent launch, sm_90 and up), so
+	// kernel before them (CUDA's programmatic dependent launch; sm_90), so
 	// every kernel the emitter writes begins by waiting for its
 	// predecessor (griddepcontrol.wait: a no-op when launched plainly).
 	PDL bool

@@ -673,7 +673,9 @@ class Manifest:
                 reads("shape of " + t.name, d)
         if not self.kernels:
             raise bad("no kernels")
-        for k in self.kernels:
+        for i, k in enumerate(self.kernels):
+            if k.dependent_launch and (i == 0 or self.target.vendor != "nvidia"):
+                raise bad("kernel %s: dependent_launch on the first kernel or off NVIDIA" % k.symbol)
             for g in k.grid:
                 reads("grid of " + k.symbol, g)
             for p in k.params:

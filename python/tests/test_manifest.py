@@ -319,6 +319,11 @@ class SyntheticTest(unittest.TestCase):
         self.assertTrue(synthetic(kernels=[k, dict(k, dependent_launch=True)]).kernels[1].dependent_launch)
         with self.assertRaisesRegex(ManifestError, r"kernels\[0\]\.dependent_launch: want true or false"):
             synthetic(kernels=[dict(k, dependent_launch=1)])
+        with self.assertRaisesRegex(ManifestError, "kernel k_0123abcd: dependent_launch on the first kernel"):
+            synthetic(kernels=[dict(k, dependent_launch=True)])
+        amd = {"name": "gfx942", "vendor": "amd", "product": "MI300X", "wave_size": 64}
+        with self.assertRaisesRegex(ManifestError, "dependent_launch on the first kernel or off NVIDIA"):
+            synthetic(target=amd, kernels=[k, dict(k, dependent_launch=True)])
 
     def test_null_collections(self):
         m = synthetic(options=None, schedule=None)
