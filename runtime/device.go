@@ -605,11 +605,11 @@ func (d *Device) Launch(k *Kernel, grid, block [3]int, sharedBytes int, args ...
 // LaunchDependent is Launch for a kernel that may start while the kernel
 // before it in the stream finishes: on CUDA devices of compute capability
 // 9.0 and up, a programmatic dependent launch, which readies the grid
-// while the previous one runs instead of after it (on the H200, 0.7–1.5
-// µs an op of two kernels; earlier with griddepcontrol.launch_dependents in the
-// previous kernel, which fp8gen's kernels do not execute: it measured
-// slower for them). Such a kernel must
-// execute griddepcontrol.wait before it touches memory the previous kernel
+// while the previous one runs instead of after it (0.7–1.5 µs an op of
+// two kernels on the H200; sooner still if the previous kernel executes
+// griddepcontrol.launch_dependents, which fp8gen's kernels do not: that
+// measured slower for them). Such a kernel must execute
+// griddepcontrol.wait before it touches memory the previous kernel
 // writes, as every kernel fp8gen emits for sm_90 does first thing; it
 // waits for the whole previous grid and its writes. Elsewhere, or with
 // FP8GEN_PDL=off in the environment when the device was opened, it is
