@@ -147,20 +147,23 @@ static fgRes fg_event_sync(fgDev d, void *e) { FG_CURRENT(d); FG_RET(((fgResult 
 static fgRes fg_event_elapsed(fgDev d, float *ms, void *a, void *b) { FG_CURRENT(d); FG_RET(((fgResult (*)(float *, void *, void *))fg_fn[S_EventElapsedTime])(ms, a, b)); }
 static fgRes fg_event_destroy(fgDev d, void *e) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *))fg_fn[S_EventDestroy])(e)); }
 
-// fg_launch points one kernelParams entry at each 8-byte slot; the driver
-// copies the values before cuLaunchKernel/hipModuleLaunchKernel returns.
+// fg_params points one kernelParams entry at each 8-byte slot; the driver
+// copies the values before cuLaunchKernel(Ex)/hipModuleLaunchKernel returns.
 // Entries past n point at zeros, so a kernel given too few arguments (where
 // the driver cannot tell Go the parameter count) reads zeros, not garbage.
 static const uint64_t fg_zeros[512];
+
+static void fg_params(void **params, uint64_t *slots, int n) {
+	int i;
+	for (i = 0; i < FG_MAX_ARGS; i++) params[i] = i < n ? (void *)&slots[i] : (void *)fg_zeros;
+}
 
 static fgRes fg_launch(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream,
 		uint64_t *slots, int n) {
 	void *params[FG_MAX_ARGS];
-	int i;
 	FG_CURRENT(d);
-	if (n > FG_MAX_ARGS) n = FG_MAX_ARGS;
-	for (i = 0; i < FG_MAX_ARGS; i++) params[i] = i < n ? (void *)&slots[i] : (void *)fg_zeros;
+	fg_params(params, slots, n);
 	FG_RET(((fgResult (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			unsigned, void *, void **, void **))fg_fn[S_LaunchKernel])(
 		f, gx, gy, gz, bx, by, bz, shared, stream, params, NULL));
@@ -187,10 +190,8 @@ static fgRes fg_launch_dependent(fgDev d, void *f, unsigned gx, unsigned gy, uns
 	void *params[FG_MAX_ARGS];
 	fgLaunchAttr attr;
 	fgLaunchConfig cfg;
-	int i;
 	FG_CURRENT(d);
-	if (n > FG_MAX_ARGS) n = FG_MAX_ARGS;
-	for (i = 0; i < FG_MAX_ARGS; i++) params[i] = i < n ? (void *)&slots[i] : (void *)fg_zeros;
+	fg_params(params, slots, n);
 	memset(&attr, 0, sizeof attr);
 	attr.id = FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
 	attr.value[0] = 1; // programmaticStreamSerializationAllowed: the union's first 4 bytes (little-endian)

@@ -380,6 +380,23 @@ func compileGPU(t *testing.T, d *Device, c *Compiler, src, name string) ([]byte,
 	return bin, info
 }
 
+// gpuKernel compiles src in a fresh cache and loads its kernel name,
+// unloaded when the test ends.
+func gpuKernel(t *testing.T, d *Device, src, name string) *Kernel {
+	t.Helper()
+	bin, _ := compileGPU(t, d, &Compiler{CacheDir: t.TempDir()}, src, name)
+	m, err := d.LoadModule(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Unload() })
+	k, err := m.Kernel(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func floatsToBytes(f []float32) []byte {
 	b := make([]byte, 4*len(f))
 	for i, v := range f {
@@ -584,16 +601,7 @@ func TestGPULaunchDependent(t *testing.T) {
 	if p.Vendor == target.NVIDIA && p.ComputeCapability[0] >= 9 && !d.DependentLaunch() && os.Getenv("FP8GEN_PDL") != "off" {
 		t.Error("a CUDA device of compute capability 9 or more, and LaunchDependent does not overlap")
 	}
-	bin, _ := compileGPU(t, d, &Compiler{CacheDir: t.TempDir()}, addDepSrc, "add_dep")
-	m, err := d.LoadModule(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unload()
-	k, err := m.Kernel("add_dep")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := gpuKernel(t, d, addDepSrc, "add_dep")
 	const n, adds = 1<<24 + 5, 64
 	x, err := d.Alloc(4 * n)
 	if err != nil {
@@ -651,16 +659,7 @@ const reverseSrc = `extern "C" __global__ void reverse(float* x) {
 
 func TestGPUDynamicShared(t *testing.T) {
 	d := openGPU(t)
-	bin, _ := compileGPU(t, d, &Compiler{CacheDir: t.TempDir()}, reverseSrc, "reverse")
-	m, err := d.LoadModule(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unload()
-	k, err := m.Kernel("reverse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := gpuKernel(t, d, reverseSrc, "reverse")
 	const blocks, threads = 4, 1024
 	host := make([]float32, blocks*threads)
 	for i := range host {
