@@ -67,6 +67,7 @@ type GPU struct {
 	T        *target.Target
 	Compiler runtime.Compiler
 	kernels  map[string]*runtime.Kernel
+	flush    *runtime.Buffer // Time's L2 flush, allocated at its first use
 }
 
 // OpenGPU opens device 0 and maps it to its target; the error wraps
@@ -89,7 +90,13 @@ func IsNoDevice(err error) bool { return errors.Is(err, runtime.ErrNoDevice) }
 
 func (g *GPU) Name() string           { return "gpu" }
 func (g *GPU) Target() *target.Target { return g.T }
-func (g *GPU) Close() error           { return g.Dev.Close() }
+func (g *GPU) Close() error {
+	if g.flush != nil {
+		g.flush.Free()
+		g.flush = nil
+	}
+	return g.Dev.Close()
+}
 
 // Comment is the one line every emitted kernel carries: op, target, schedule.
 func Comment(p *ops.Plan, s *ops.Step) string {
@@ -403,19 +410,38 @@ func (pr *Prepared) Upload(name string, data []byte) error {
 	return pr.g.Dev.Upload(b, data)
 }
 
-// Time runs the plan warm times, then iters times, each timed with events,
-// and returns the median.
+// FlushBytes is the buffer Time writes before each repetition: as
+// triton's do_bench, which times the PyTorch peers (256 MB of zeros), so
+// that fp8gen and its peers are timed alike, each starting with an L2 of
+// another buffer's dirty lines.
+const FlushBytes = 256_000_000
+
+// Time times the plan as the bench's peers are timed: before each of
+// warm + iters repetitions FlushBytes are set in the stream (nothing of
+// the repetition before stays in L2), then events before and after the
+// plan alone; the median of the iters.
 func (pr *Prepared) Time(warm, iters int) (time.Duration, error) {
-	return timeIt(pr.g.Dev, warm, iters, pr.Launch)
+	return pr.g.timeFlushed(warm, iters, pr.Launch)
 }
 
-func timeIt(d *runtime.Device, warm, iters int, fn func() error) (time.Duration, error) {
-	for i := 0; i < warm; i++ {
-		if err := fn(); err != nil {
-			return 0, err
+func (g *GPU) timeFlushed(warm, iters int, fn func() error) (time.Duration, error) {
+	if g.flush == nil {
+		b, err := g.Dev.Alloc(FlushBytes)
+		if err != nil {
+			return 0, fmt.Errorf("the L2 flush buffer: %w", err)
 		}
+		g.flush = b
 	}
-	evs := make([]*runtime.Event, iters+1)
+	return timeAfter(g.Dev, g.flush, warm, iters, fn)
+}
+
+// timeAfter times fn with events around it alone, each repetition after
+// a memset of set.
+func timeAfter(d *runtime.Device, set *runtime.Buffer, warm, iters int, fn func() error) (time.Duration, error) {
+	if iters < 1 {
+		return 0, fmt.Errorf("timing: %d repetitions, want at least 1", iters)
+	}
+	evs := make([]*runtime.Event, 2*iters)
 	for i := range evs {
 		e, err := d.NewEvent()
 		if err != nil {
@@ -424,23 +450,30 @@ func timeIt(d *runtime.Device, warm, iters int, fn func() error) (time.Duration,
 		defer e.Destroy()
 		evs[i] = e
 	}
-	if err := evs[0].Record(); err != nil {
-		return 0, err
-	}
-	for i := 1; i <= iters; i++ {
+	for i := -warm; i < iters; i++ {
+		if err := d.Memset(set, byte(i)); err != nil {
+			return 0, err
+		}
+		if i >= 0 {
+			if err := evs[2*i].Record(); err != nil {
+				return 0, err
+			}
+		}
 		if err := fn(); err != nil {
 			return 0, err
 		}
-		if err := evs[i].Record(); err != nil {
-			return 0, err
+		if i >= 0 {
+			if err := evs[2*i+1].Record(); err != nil {
+				return 0, err
+			}
 		}
 	}
-	if err := evs[iters].Synchronize(); err != nil {
+	if err := evs[2*iters-1].Synchronize(); err != nil {
 		return 0, err
 	}
 	ts := make([]time.Duration, iters)
 	for i := range ts {
-		t, err := runtime.Elapsed(evs[i], evs[i+1])
+		t, err := runtime.Elapsed(evs[2*i], evs[2*i+1])
 		if err != nil {
 			return 0, err
 		}
@@ -451,7 +484,7 @@ func timeIt(d *runtime.Device, warm, iters int, fn func() error) (time.Duration,
 }
 
 // CopyTime is the median time of a device-to-device copy of n bytes (it
-// moves 2n: n read, n written).
+// moves 2n: n read, n written), timed as Time.
 func (g *GPU) CopyTime(n, warm, iters int) (time.Duration, error) {
 	src, err := g.Dev.Alloc(n)
 	if err != nil {
@@ -463,7 +496,7 @@ func (g *GPU) CopyTime(n, warm, iters int) (time.Duration, error) {
 		return 0, err
 	}
 	defer dst.Free()
-	return timeIt(g.Dev, warm, iters, func() error { return g.Dev.CopyDtoD(dst, src, n) })
+	return g.timeFlushed(warm, iters, func() error { return g.Dev.CopyDtoD(dst, src, n) })
 }
 
 // Free releases the device buffers.

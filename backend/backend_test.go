@@ -363,3 +363,55 @@ func TestGPUPrepareOn(t *testing.T) {
 		t.Fatalf("PrepareOn at another shape: %v; want it refused", err)
 	}
 }
+
+// TestGPUTimeFlushed: Time writes its flush buffer before
+// each repetition, so that an input small enough to stay in L2 from one
+// repetition to the next is read from memory again. Against the same
+// timing after a 4 KB memset instead (the same launches and gaps; back
+// to back the launches of a small op are the CPU's, not the GPU's), the
+// flushed median of a colwise cast of 16 MB must be higher; the outputs
+// are still the reference's afterwards, and zero repetitions are refused.
+func TestGPUTimeFlushed(t *testing.T) {
+	g := openGPU(t)
+	op, _ := ops.Lookup("colwise_cast")
+	p, err := op.NewPlan(g.T, ops.Shape{"M": 2048, "K": 4096}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ops.Inputs(p.Call, 3, false)
+	all, out := p.WithOutputs(in)
+	pr, err := g.Prepare(context.Background(), p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Free()
+	small, err := g.Dev.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Free()
+	warm, err := timeAfter(g.Dev, small, 5, 51, pr.Launch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := pr.Time(5, 51)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after a 4 KB memset %v, flushed %v", warm, cold)
+	if cold <= warm {
+		t.Errorf("flushed median %v is not above the unflushed %v: the flush did not reach L2", cold, warm)
+	}
+	if err := pr.RunOnce(out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Call.CheckOutputs(in, out); err != nil {
+		t.Fatalf("after the flushed timing: %v", err)
+	}
+	if ct, err := g.CopyTime(1<<22, 2, 11); err != nil || ct <= 0 {
+		t.Errorf("CopyTime: %v, %v", ct, err)
+	}
+	if _, err := pr.Time(0, 0); err == nil || !strings.Contains(err.Error(), "at least 1") {
+		t.Errorf("Time with no repetition: %v; want it refused", err)
+	}
+}

@@ -8,6 +8,19 @@
 // device-to-device copy of the same byte count, the memory-bandwidth
 // ceiling that a memory-bound kernel can hope to reach).
 //
+// # Timing
+//
+// fp8gen (backend.Prepared.Time), its copy and the peers are timed alike:
+// before each repetition 256 MB of zeros are written in the stream (the
+// L2 flush of triton's do_bench, which times the peers; peers.py's own
+// event loop, where triton is missing, writes the same), then events
+// around the op alone, and the median. The flush leaves the L2 full of
+// another buffer's dirty lines, whose write-back falls in the op's time:
+// on the H200 it costs a 128 MB read-only kernel about 10 µs (33 → 43),
+// a copy of 201 MB about 1 µs. Until the tenth session fp8gen was timed
+// back to back with no flush while the peers were flushed: its ratios to
+// the peers were 2–5% too kind.
+//
 // Every measurement is a [Row]; rows from Go and from peers.py share one
 // JSON form ([ReadJSON], [WriteJSON]), so the two sets can be concatenated
 // and reported together with [Table] (a markdown table) and [Plot] (a PNG

@@ -792,8 +792,14 @@ def median_us(fn, arg_sets, rep_ms):
     return 1000.0 * event_median_ms(call, rep_ms)
 
 
+FLUSH_BYTES = 256_000_000  # as triton's do_bench, and fp8gen's bench (backend.FlushBytes)
+
+
 def event_median_ms(call, rep_ms, warmup_ms=25):
-    """Median of per-launch CUDA event times, after a warm-up."""
+    """Median of per-launch CUDA event times, after a warm-up, each launch
+    after FLUSH_BYTES of zeros are written (the L2 flushed as do_bench and
+    fp8gen's bench flush it)."""
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     call()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -808,6 +814,7 @@ def event_median_ms(call, rep_ms, warmup_ms=25):
     n = max(10, int(rep_ms / est_ms))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
     for s, e in events:
+        flush.zero_()
         s.record()
         call()
         e.record()

@@ -56,7 +56,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
 	python := fs.String("python", "python3", "python with torch for the peers")
 	warm := fs.Int("warm", 20, "untimed launches first")
-	iters := fs.Int("iters", 200, "timed launches (median reported)")
+	iters := fs.Int("iters", 200, "timed launches, each after a 256 MB write that flushes L2 (as triton's do_bench times the peers); the median is reported")
 	check := fs.Bool("check", true, "check fp8gen's outputs bit for bit against the reference once per case")
 	sched := fs.String("schedule", "", "override schedule knobs for every op")
 	sweep := fs.Bool("sweep", false, "also time every feasible schedule of each op's space and report the fastest beside the default")
