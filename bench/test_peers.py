@@ -506,7 +506,7 @@ def make_fake_torch(fail_modes=()):
     for d in (float32, float64, bfloat16, float8_e4m3fn, float8_e5m2, uint8, int16, int32, int64):
         setattr(t, d.name, d)
     t.bool = boolean
-    t.calls = {"compile": [], "reset": 0, "grad": []}
+    t.calls = {"compile": [], "reset": 0, "grad": [], "empty": [], "zero_": 0}
 
     def finfo(dt):
         return types.SimpleNamespace(max={"float8_e4m3fn": E4M3.max, "float8_e5m2": E5M2.max}[dt.name])
@@ -578,6 +578,13 @@ def make_fake_torch(fail_modes=()):
     def empty_like(x):
         return FT([0] * x.numel(), x.shape, x.dtype)
 
+    def empty(*size, device=None, dtype=None):  # the L2 flush buffer: not materialized, its zero_ counted
+        t.calls["empty"].append((size, dtype))
+
+        def zero_():
+            t.calls["zero_"] += 1
+        return types.SimpleNamespace(zero_=zero_)
+
     def compile(fn, mode=None, dynamic=None, **kw):  # noqa: A001 -- torch's name
         t.calls["compile"].append((getattr(fn, "__name__", "?"), mode, dynamic))
         if mode in fail_modes:
@@ -594,7 +601,8 @@ def make_fake_torch(fail_modes=()):
         return tuple(FT([0] * x.numel(), x.shape, x.dtype) for x in inputs)
 
     for name, f in dict(stack=stack, cat=cat, arange=arange, zeros=zeros, tensor=tensor, searchsorted=searchsorted,
-                        pow=pow, randn=randn, randint=randint, empty_like=empty_like, compile=compile).items():
+                        pow=pow, randn=randn, randint=randint, empty_like=empty_like, empty=empty,
+                        compile=compile).items():
         setattr(t, name, f)
     t.enable_grad = contextlib.nullcontext
     t.autograd = types.SimpleNamespace(grad=grad)
@@ -1323,6 +1331,11 @@ class TestMain(unittest.TestCase):
                     for p in parts:
                         n = p.split(" ")[1].split("/")
                         self.assertEqual(n[0], "0", r["check"])
+        # Timed as fp8gen's bench: a FLUSH_BYTES buffer zeroed before each timed call.
+        self.assertTrue(fake.calls["empty"])
+        self.assertTrue(all(numel(sz) * 4 == peers.FLUSH_BYTES and dt == fake.int32 for sz, dt in fake.calls["empty"]),
+                        fake.calls["empty"])
+        self.assertGreaterEqual(fake.calls["zero_"], 10 * len(fake.calls["empty"]))
         colwise = [r for r in rows if r["op"] == "colwise_cast"]
         self.assertEqual({r["fp8"] for r in colwise}, {"e5m2"})  # the family from options, flavour from fp8
         qk = [r for r in rows if r["op"].startswith("qk")]
