@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -187,22 +188,40 @@ func (l *Layout) RegIndex(shape []int, rc []int) int {
 // Elem is the tile coordinate (one per tile axis) that register r of thread
 // tid holds, and whether this copy is the owner (the first of its replicas).
 func (l *Layout) Elem(shape []int, tid, r int) ([]int, bool) {
+	return l.elemOf(shape)(l.ThreadCoords(tid), r, nil)
+}
+
+// elemOf is Elem with the tile's geometry and register coordinates worked
+// out once: the returned function takes the thread's coordinates
+// (ThreadCoords) and appends the element's to out[:0].
+func (l *Layout) elemOf(shape []int) func(tc []int, r int, out []int) ([]int, bool) {
 	g := l.geom(shape)
-	tc := l.ThreadCoords(tid)
-	rc := l.RegCoords(shape, r)
-	out := make([]int, 0, l.Rank())
-	owner := true
-	for d := 0; d < l.Base(); d++ {
-		rep, e := rc[d]/g.spt[d], rc[d]%g.spt[d]
-		raw := rep*g.cover[d] + tc[d]*g.spt[d] + e
-		if raw >= g.shape[d] {
-			owner = false
-		}
-		if !l.dropped(d) {
-			out = append(out, raw%g.shape[d])
+	n := prod(g.regs)
+	base := l.Base()
+	rcs := make([]int, n*base) // RegCoords of each register, flat
+	for r := 0; r < n; r++ {
+		rr := r
+		for _, d := range l.Order {
+			rcs[r*base+d] = rr % g.regs[d]
+			rr /= g.regs[d]
 		}
 	}
-	return out, owner
+	return func(tc []int, r int, out []int) ([]int, bool) {
+		rc := rcs[r*base : (r+1)*base]
+		out = out[:0]
+		owner := true
+		for d := 0; d < base; d++ {
+			rep, e := rc[d]/g.spt[d], rc[d]%g.spt[d]
+			raw := rep*g.cover[d] + tc[d]*g.spt[d] + e
+			if raw >= g.shape[d] {
+				owner = false
+			}
+			if !l.dropped(d) {
+				out = append(out, raw%g.shape[d])
+			}
+		}
+		return out, owner
+	}
 }
 
 // RegOf is the register holding tile coordinate c in a thread that holds it.
@@ -233,11 +252,15 @@ func Equivalent(a, b *Layout, shape []int, threads int) bool {
 		return false
 	}
 	n := a.Regs(shape)
+	ea, eb := a.elemOf(shape), b.elemOf(shape)
+	var ca, cb []int
 	for t := 0; t < threads; t++ {
+		ta, tb := a.ThreadCoords(t), b.ThreadCoords(t)
 		for r := 0; r < n; r++ {
-			ca, oa := a.Elem(shape, t, r)
-			cb, ob := b.Elem(shape, t, r)
-			if oa != ob || fmt.Sprint(ca) != fmt.Sprint(cb) {
+			var oa, ob bool
+			ca, oa = ea(ta, r, ca)
+			cb, ob = eb(tb, r, cb)
+			if oa != ob || !slices.Equal(ca, cb) {
 				return false
 			}
 		}
