@@ -58,20 +58,6 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	g, gerr := backend.OpenGPU()
-	if gerr != nil && !backend.IsNoDevice(gerr) {
-		return gerr
-	}
-	var tg *target.Target
-	if g != nil {
-		defer g.Close()
-		tg = g.T
-		if of.target != "" && of.target != tg.Name {
-			return usagef("--target %s: the GPU is %s; tune measures on the GPU", of.target, tg.Name)
-		}
-	} else if tg, err = lookupTarget(of.target); err != nil {
-		return err
-	}
 	shapes := []ops.Shape{op.Example}
 	switch {
 	case *benchShapes && of.shape != "":
@@ -89,12 +75,83 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if of.target != "" && !*force {
+		tg, err := lookupTarget(of.target)
+		if err != nil {
+			return err
+		}
+		if ok, err := allCached(op, shapes, opts, tg, path, stdout, stderr); ok || err != nil {
+			return err
+		}
+	}
+	g, gerr := backend.OpenGPU()
+	if gerr != nil && !backend.IsNoDevice(gerr) {
+		return gerr
+	}
+	var tg *target.Target
+	if g != nil {
+		defer g.Close()
+		tg = g.T
+		if of.target != "" && of.target != tg.Name {
+			return usagef("--target %s: the GPU is %s; tune measures on the GPU", of.target, tg.Name)
+		}
+	} else if tg, err = lookupTarget(of.target); err != nil {
+		return err
+	}
 	for _, sh := range shapes {
 		if err := tuneOne(op, sh, opts, tg, g, path, *budget, *explain, *force, *warm, *iters, stdout, stderr); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cachedLine is the line tune prints where the cache at path holds a
+// schedule for c's class under compiler ident that still holds at c's
+// shape; ok is false where it holds none.
+func cachedLine(c *ops.Call, sh ops.Shape, ident, path string, stderr io.Writer) (line string, ok bool) {
+	op, key := c.Op, keyOf(c, sh, ident)
+	cache, warns := tune.Load(path)
+	for _, w := range warns {
+		fmt.Fprintln(stderr, "fp8gen tune:", w)
+	}
+	e, ok := cache.Lookup(key)
+	if !ok || usable(c, e) != nil {
+		return "", false
+	}
+	return fmt.Sprintf("%s at %s on %s: cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n",
+		op.Name, tune.ShapeText(op, sh), c.Target.Name, e.Params(), key.Class, e.TimeUS, e.Shape, e.GPU, e.Date), true
+}
+
+func keyOf(c *ops.Call, sh ops.Shape, ident string) tune.Key {
+	return tune.Key{Op: c.Op.Name, Options: c.Options.String(), Target: c.Target.Name, Class: tune.Class(c.Op, sh), Compiler: ident}
+}
+
+// allCached answers tune from the cache alone, with no device opened
+// (a CUDA context takes about 0.4 s to make), where --target names the
+// target and the cache holds every shape asked: ok is false otherwise.
+func allCached(op *ops.Op, shapes []ops.Shape, opts ops.Options, tg *target.Target, path string, stdout, stderr io.Writer) (ok bool, err error) {
+	var comp runtime.Compiler
+	ident, err := comp.Identity(context.Background(), tg)
+	if err != nil {
+		return false, nil // no compiler here: the slow path says so
+	}
+	var lines []string
+	var warns bytes.Buffer // the slow path says them where it goes on
+	for _, sh := range shapes {
+		c, err := op.NewCall(tg, sh, opts)
+		if err != nil {
+			return false, nil // the slow path reports it
+		}
+		line, ok := cachedLine(c, sh, ident, path, &warns)
+		if !ok {
+			return false, nil
+		}
+		lines = append(lines, line)
+	}
+	stderr.Write(warns.Bytes())
+	_, err = io.WriteString(stdout, strings.Join(lines, ""))
+	return true, err
 }
 
 // tuneOne tunes op at one shape: on the GPU it times up to budget
@@ -113,14 +170,9 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 		if err != nil {
 			return err
 		}
-		key = tune.Key{Op: op.Name, Options: c.Options.String(), Target: tg.Name, Class: tune.Class(op, sh), Compiler: ident}
-		cache, warns := tune.Load(path)
-		for _, w := range warns {
-			fmt.Fprintln(stderr, "fp8gen tune:", w)
-		}
-		if e, ok := cache.Lookup(key); ok && !force && usable(c, e) == nil {
-			_, err := fmt.Fprintf(stdout, "%s at %s on %s: cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n",
-				op.Name, tune.ShapeText(op, sh), tg.Name, e.Params(), key.Class, e.TimeUS, e.Shape, e.GPU, e.Date)
+		key = keyOf(c, sh, ident)
+		if line, ok := cachedLine(c, sh, ident, path, stderr); ok && !force {
+			_, err := io.WriteString(stdout, line)
 			return err
 		}
 	}
@@ -189,12 +241,20 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	}
 	var res []timed
 	best := -1
+	mark := time.Now()
 	in := ops.Inputs(plans[0].Call, 1, false)
+	inputs := time.Since(mark)
 	// The reference takes the host seconds at the bench shapes: it is
 	// computed while the GPU times the candidates, and their outputs are
 	// held to it afterwards.
 	expect := make(chan *ops.Expected, 1)
-	go func() { expect <- plans[0].Call.Expect(in) }()
+	var reference time.Duration
+	mark = time.Now()
+	go func() {
+		e := plans[0].Call.Expect(in)
+		reference = time.Since(mark)
+		expect <- e
+	}()
 	outs, err := timeCandidates(g, plans, in, warm, iters, func(p *ops.Plan, t time.Duration, attrs []runtime.KernelAttrs) {
 		res = append(res, timed{p, t, attrs})
 		// As it is measured: a tune cut short keeps what it timed.
@@ -203,10 +263,12 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			best = len(res) - 1
 		}
 	})
+	timing := time.Since(mark)
 	exp := <-expect
 	if err != nil {
 		return err
 	}
+	mark = time.Now()
 	for i, out := range outs {
 		if out == nil {
 			continue // the same bytes as the first candidate's
@@ -215,13 +277,16 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			return fmt.Errorf("%s %s, schedule %v: %v", op.Name, tune.ShapeText(op, sh), plans[i].Schedule, err)
 		}
 	}
+	checked := time.Since(mark)
 	w := res[best]
 	entry := tune.Entry{Key: key, Schedule: map[string]int(w.p.Schedule), TimeUS: us(w.t), Shape: tune.ShapeText(op, sh),
 		Timed: len(res), GPU: g.Dev.Props().Name, Date: time.Now().UTC().Format("2006-01-02")}
 	if _, err := tune.Update(path, func(c *tune.Cache) { c.Put(entry) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(&sb, "compiled %d in %v (in parallel, through the JIT cache), timed %d in %v; %s\n", len(plans), compiled.Round(time.Millisecond), len(res), (time.Since(start) - compiled).Round(time.Millisecond), key.Compiler)
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	fmt.Fprintf(&sb, "compiled %d in %v (in parallel, through the JIT cache), timed %d in %v (inputs %v, runs and timing %v, reference %v beside them, checks %v); %s\n",
+		len(plans), ms(compiled), len(res), ms(time.Since(start)-compiled), ms(inputs), ms(timing), ms(reference), ms(checked), key.Compiler)
 	for i, r := range res {
 		mark := " "
 		if i == best {

@@ -104,6 +104,55 @@ func TestRunUsesTuningCache(t *testing.T) {
 	}
 }
 
+// With --target, tune answers a cached class from the cache alone, with
+// no device opened, on any machine (here on one with no GPU); a shape the
+// cache does not hold, or --force, takes the slow path (with no GPU: the
+// list of candidates, nothing timed).
+func TestTuneCachedNeedsNoDevice(t *testing.T) {
+	tg, _ := target.Lookup("gfx942")
+	fake := filepath.Join(t.TempDir(), "hipcc")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'HIP version: 0.0-test'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HIPCC", fake)
+	ident, err := (&runtime.Compiler{}).Identity(context.Background(), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := ops.Lookup("rowwise_cast")
+	sh := ops.Shape{"M": 64, "K": 256}
+	c, _ := op.NewCall(tg, sh, nil)
+	path := filepath.Join(t.TempDir(), "tune.json")
+	cache := tune.New()
+	cache.Put(tune.Entry{Key: keyOf(c, sh, ident), Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "PER_CU": 0, "PREFETCH": 0, "ROWS": 2, "WARPS": 2},
+		TimeUS: 12.5, Shape: "M=64,K=256", GPU: "test GPU", Date: "2026-12-02"})
+	if err := cache.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	hit := []string{"tune", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942", "--cache", path}
+	start := time.Now()
+	code, out, errs := fp8gen(t, hit...)
+	took := time.Since(start)
+	want(t, hit, code, 0, out+errs, "cached: BLOCK_K=256,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=2,WARPS=2", "12.5 µs at M=64,K=256 on test GPU")
+	t.Logf("cache hit answered in %v", took)
+	if strings.Contains(out+errs, "no GPU") || strings.Contains(out+errs, "feasible candidates") {
+		t.Errorf("a cached class took the slow path:\n%s", out+errs)
+	}
+	for _, slow := range [][]string{
+		{"tune", "rowwise_cast", "--shape", "M=64,K=4096", "--target", "gfx942", "--cache", path},
+		{"tune", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942", "--cache", path, "--force"},
+	} {
+		code, out, errs := fp8gen(t, slow...)
+		if strings.Contains(out+errs, "cached: ") {
+			t.Errorf("fp8gen %s answered from the cache:\n%s", strings.Join(slow, " "), out+errs)
+		}
+		if gpu() {
+			continue // the slow path measures; TestGPUTune covers it
+		}
+		want(t, slow, code, 0, out+errs, "feasible candidates", "nothing timed")
+	}
+}
+
 // On the GPU: tune times, keeps the fastest, answers from the cache the
 // second time (quickly) and run then takes the tuned schedule.
 func TestGPUTune(t *testing.T) {
