@@ -73,9 +73,11 @@ func (t *Tensor) Set(i int, x float64) {
 // Floats decodes a float tensor as f32.
 func (t *Tensor) Floats() []float32 {
 	out := make([]float32, t.Elems())
-	for i := range out {
-		out[i] = float32(t.Float(i))
-	}
+	bigParallel(len(out), func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			out[i] = float32(t.Float(i))
+		}
+	})
 	return out
 }
 

@@ -59,6 +59,13 @@ type table struct {
 	vals  []float64
 	codes []uint8
 	nan   uint8
+	// from[k] is the first value ≥ the smallest non-negative float32
+	// whose top 16 bits are k: where encode's search for |x| (top bits
+	// k) starts. Every value is an f32 with 3 mantissa bits or fewer, so
+	// at most one lies between from[k] and |x|: the search is a step or
+	// two, not a binary search over the table (the references encode
+	// billions of elements).
+	from []uint8
 }
 
 var tables sync.Map // *fp8.Format → *table
@@ -104,6 +111,10 @@ func tableOf(f *fp8.Format) *table {
 		}
 	}
 	sort.Sort(byValue{t})
+	t.from = make([]uint8, 1<<15)
+	for k := range t.from {
+		t.from[k] = uint8(sort.SearchFloat64s(t.vals, float64(math.Float32frombits(uint32(k)<<16))))
+	}
 	tables.Store(f, t)
 	return t
 }
@@ -134,7 +145,10 @@ func encode(f *fp8.Format, t *table, x float32) uint8 {
 		return t.nan
 	}
 	a := math.Abs(float64(x))
-	i := sort.SearchFloat64s(t.vals, a) // first value ≥ a
+	i := int(t.from[math.Float32bits(x)>>16&0x7fff])
+	for i < len(t.vals) && t.vals[i] < a {
+		i++
+	} // i: the first value ≥ a
 	var c uint8
 	switch {
 	case i == len(t.vals):

@@ -29,6 +29,11 @@ func TestEncodeAgreesWithPackageFP8(t *testing.T) {
 		for range 200000 {
 			xs = append(xs, math.Float32frombits(r.Uint32()))
 		}
+		// Every bf16 and the last f32 below each: the ends of encode's
+		// ranges by top 16 bits.
+		for k := uint32(0); k < 1<<16; k++ {
+			xs = append(xs, math.Float32frombits(k<<16), math.Float32frombits(k<<16|0xffff))
+		}
 		for _, x := range xs {
 			for _, s := range []float32{x, -x} {
 				if got, want := EncodeFP8(f, s), f.EncodeSat(s); got != want {
