@@ -248,11 +248,12 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 	// computed while the GPU times the candidates, and their outputs are
 	// held to it afterwards.
 	expect := make(chan *ops.Expected, 1)
-	var reference time.Duration
+	var reference time.Duration // written before the send, read after the receive
 	mark = time.Now()
+	refStart := mark
 	go func() {
 		e := plans[0].Call.Expect(in)
-		reference = time.Since(mark)
+		reference = time.Since(refStart)
 		expect <- e
 	}()
 	outs, err := timeCandidates(g, plans, in, warm, iters, func(p *ops.Plan, t time.Duration, attrs []runtime.KernelAttrs) {
