@@ -188,39 +188,39 @@ func (l *Layout) RegIndex(shape []int, rc []int) int {
 // Elem is the tile coordinate (one per tile axis) that register r of thread
 // tid holds, and whether this copy is the owner (the first of its replicas).
 func (l *Layout) Elem(shape []int, tid, r int) ([]int, bool) {
-	return l.elemOf(shape)(l.ThreadCoords(tid), r, nil)
+	return l.elem(l.geom(shape), l.ThreadCoords(tid), l.RegCoords(shape, r), nil)
 }
 
-// elemOf is Elem with the tile's geometry and register coordinates worked
-// out once: the returned function takes the thread's coordinates
-// (ThreadCoords) and appends the element's to out[:0].
-func (l *Layout) elemOf(shape []int) func(tc []int, r int, out []int) ([]int, bool) {
-	g := l.geom(shape)
-	n := prod(g.regs)
-	base := l.Base()
-	rcs := make([]int, n*base) // RegCoords of each register, flat
-	for r := 0; r < n; r++ {
-		rr := r
-		for _, d := range l.Order {
-			rcs[r*base+d] = rr % g.regs[d]
-			rr /= g.regs[d]
+// elem is Elem from the tile's geometry, the thread's coordinates and the
+// register's, appended to out[:0].
+func (l *Layout) elem(g geom, tc, rc, out []int) ([]int, bool) {
+	out = out[:0]
+	owner := true
+	for d := 0; d < l.Base(); d++ {
+		rep, e := rc[d]/g.spt[d], rc[d]%g.spt[d]
+		raw := rep*g.cover[d] + tc[d]*g.spt[d] + e
+		if raw >= g.shape[d] {
+			owner = false
+		}
+		if !l.dropped(d) {
+			out = append(out, raw%g.shape[d])
 		}
 	}
+	return out, owner
+}
+
+// elemOf is Elem for every register of a tile in turn, its geometry and
+// register coordinates worked out once (Equivalent asks for them all):
+// the returned function takes the thread's coordinates (ThreadCoords).
+func (l *Layout) elemOf(shape []int) func(tc []int, r int, out []int) ([]int, bool) {
+	g := l.geom(shape)
+	n, base := prod(g.regs), l.Base()
+	rcs := make([]int, n*base) // RegCoords of each register, flat
+	for r := 0; r < n; r++ {
+		copy(rcs[r*base:], l.RegCoords(shape, r))
+	}
 	return func(tc []int, r int, out []int) ([]int, bool) {
-		rc := rcs[r*base : (r+1)*base]
-		out = out[:0]
-		owner := true
-		for d := 0; d < base; d++ {
-			rep, e := rc[d]/g.spt[d], rc[d]%g.spt[d]
-			raw := rep*g.cover[d] + tc[d]*g.spt[d] + e
-			if raw >= g.shape[d] {
-				owner = false
-			}
-			if !l.dropped(d) {
-				out = append(out, raw%g.shape[d])
-			}
-		}
-		return out, owner
+		return l.elem(g, tc, rcs[r*base:(r+1)*base], out)
 	}
 }
 
