@@ -42,13 +42,11 @@ func TestTuneWithoutGPU(t *testing.T) {
 	}
 }
 
-// run takes its schedule from the tuning cache where an entry holds for
-// the call's class, target and compiler, and says so; an entry whose
-// schedule does not hold at the shape is reported and not used.
-func TestRunUsesTuningCache(t *testing.T) {
-	tg, _ := target.Lookup("gfx942")
-	// The cache is keyed by the compiler's identity: a stand-in hipcc
-	// that only answers --version is enough (the run is in the interpreter).
+// fakeHIPCC puts a stand-in hipcc that only answers --version on $HIPCC
+// for the test and returns its identity for tg: the tuning cache is keyed
+// by the compiler, and these tests compile nothing.
+func fakeHIPCC(t *testing.T, tg *target.Target) string {
+	t.Helper()
 	fake := filepath.Join(t.TempDir(), "hipcc")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'HIP version: 0.0-test'\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -58,6 +56,15 @@ func TestRunUsesTuningCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ident
+}
+
+// run takes its schedule from the tuning cache where an entry holds for
+// the call's class, target and compiler, and says so; an entry whose
+// schedule does not hold at the shape is reported and not used.
+func TestRunUsesTuningCache(t *testing.T) {
+	tg, _ := target.Lookup("gfx942")
+	ident := fakeHIPCC(t, tg) // the run is in the interpreter
 	op, _ := ops.Lookup("rowwise_cast")
 	sh := ops.Shape{"M": 64, "K": 256}
 	c, _ := op.NewCall(tg, sh, nil)
@@ -110,15 +117,7 @@ func TestRunUsesTuningCache(t *testing.T) {
 // list of candidates, nothing timed).
 func TestTuneCachedNeedsNoDevice(t *testing.T) {
 	tg, _ := target.Lookup("gfx942")
-	fake := filepath.Join(t.TempDir(), "hipcc")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'HIP version: 0.0-test'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HIPCC", fake)
-	ident, err := (&runtime.Compiler{}).Identity(context.Background(), tg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ident := fakeHIPCC(t, tg)
 	op, _ := ops.Lookup("rowwise_cast")
 	sh := ops.Shape{"M": 64, "K": 256}
 	c, _ := op.NewCall(tg, sh, nil)
