@@ -156,8 +156,10 @@ func findTool(tc toolchain) (string, error) {
 	return "", fmt.Errorf("%w: no %s: tried %s", ErrNoCompiler, tc.tool, strings.Join(tried, ", "))
 }
 
-// toolVersion runs `tool --version` once per process per (path, size,
-// mtime), so a replaced compiler is noticed.
+// toolVersion runs `tool --version` once per (path, size, mtime), so a
+// replaced compiler is noticed: once per process, and where dir is not
+// empty once per JIT cache, whose tool-versions folder keeps the answer
+// (nvcc --version takes longer than a tuning cache hit is allowed).
 var versions = struct {
 	sync.Mutex
 	m map[versionKey]string
@@ -169,7 +171,7 @@ type versionKey struct {
 	mtime time.Time
 }
 
-func toolVersion(ctx context.Context, tool string, limit time.Duration) (string, error) {
+func toolVersion(ctx context.Context, tool, dir string, limit time.Duration) (string, error) {
 	st, err := os.Stat(tool)
 	if err != nil {
 		return "", fmt.Errorf("runtime: %w", err)
@@ -181,6 +183,17 @@ func toolVersion(ctx context.Context, tool string, limit time.Duration) (string,
 	if ok {
 		return v, nil
 	}
+	var memo string
+	if dir != "" {
+		memo = filepath.Join(dir, "tool-versions", cacheKey(tool, strconv.FormatInt(k.size, 10), k.mtime.UTC().Format(time.RFC3339Nano), "", nil))
+		if b, err := os.ReadFile(memo); err == nil && len(b) > 0 {
+			v = string(b)
+			versions.Lock()
+			versions.m[k] = v
+			versions.Unlock()
+			return v, nil
+		}
+	}
 	// Not under the lock: a hung compiler must not hold up other tools'
 	// compiles (two callers may both ask; they get the same answer).
 	var out bytes.Buffer
@@ -191,6 +204,13 @@ func toolVersion(ctx context.Context, tool string, limit time.Duration) (string,
 	versions.Lock()
 	versions.m[k] = v
 	versions.Unlock()
+	if memo != "" && v != "" {
+		// Best effort: a cache that cannot be written only costs the
+		// next process another --version.
+		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
+			_ = atomicfile.WriteFile(memo, []byte(v))
+		}
+	}
 	return v, nil
 }
 
@@ -208,7 +228,8 @@ func (c *Compiler) Identity(ctx context.Context, t *target.Target) (string, erro
 	if err != nil {
 		return "", err
 	}
-	v, err := toolVersion(ctx, tool, limit)
+	dir, _ := c.dir() // no cache folder: --version each process
+	v, err := toolVersion(ctx, tool, dir, limit)
 	if err != nil {
 		return "", err
 	}
@@ -284,17 +305,17 @@ func (c *Compiler) Compile(ctx context.Context, src string, t *target.Target, ke
 	if err != nil {
 		return nil, info, err
 	}
-	ver, err := toolVersion(ctx, tool, limit)
+	dir, err := c.dir()
+	if err != nil {
+		return nil, info, err
+	}
+	ver, err := toolVersion(ctx, tool, dir, limit)
 	if err != nil {
 		return nil, info, err
 	}
 	flags := compileFlags(t)
 	key := cacheKey(src, t.Name, tool, ver, flags)
 	info = CompileInfo{Key: key, Tool: tool, ToolVersion: versionLine(ver)}
-	dir, err := c.dir()
-	if err != nil {
-		return nil, info, err
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, info, fmt.Errorf("runtime: JIT cache: %w", err)
 	}

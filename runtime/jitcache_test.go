@@ -269,7 +269,7 @@ func cacheKeyOf(t *testing.T, src, targetName string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := toolVersion(context.Background(), tool, time.Minute)
+	ver, err := toolVersion(context.Background(), tool, "", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestCompilerTimeout(t *testing.T) {
 	t.Setenv("NVCC", f.script)
 	tgt := lookup(t, "sm_90")
 	// The version first, so that the hang below is in the compile.
-	if _, err := toolVersion(context.Background(), f.script, time.Minute); err != nil {
+	if _, err := toolVersion(context.Background(), f.script, "", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
@@ -437,7 +437,7 @@ func TestCompilerStraggler(t *testing.T) {
 func TestKillCompilers(t *testing.T) {
 	f := newFake(t)
 	t.Setenv("NVCC", f.script)
-	if _, err := toolVersion(context.Background(), f.script, time.Minute); err != nil {
+	if _, err := toolVersion(context.Background(), f.script, "", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
@@ -461,5 +461,53 @@ func TestKillCompilers(t *testing.T) {
 	if outlives(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the compiler's child %d outlived KillCompilers", pid)
+	}
+}
+
+// The compiler's --version is asked once per JIT cache, not once per
+// process (a tuning cache hit must not wait for nvcc), and asked again
+// when the compiler file changes.
+func TestToolVersionKeptOnDisk(t *testing.T) {
+	bin := t.TempDir()
+	script, log := filepath.Join(bin, "cc"), filepath.Join(bin, "log")
+	write := func(release string, mtime time.Time) {
+		body := "#!/bin/sh\necho asked >> '" + log + "'\necho 'Cuda compilation tools, release " + release + "'\n"
+		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(script, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asked := func() int {
+		b, _ := os.ReadFile(log)
+		return strings.Count(string(b), "asked\n")
+	}
+	newProcess := func() {
+		versions.Lock()
+		clear(versions.m)
+		versions.Unlock()
+	}
+	dir := t.TempDir()
+	write("1.0", time.Unix(1e9, 0))
+	for i, want := range []int{1, 1, 1} {
+		newProcess()
+		v, err := toolVersion(context.Background(), script, dir, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(v, "release 1.0") || asked() != want {
+			t.Fatalf("call %d: version %q after %d runs of --version, want release 1.0 after %d", i, v, asked(), want)
+		}
+	}
+	write("2.0", time.Unix(2e9, 0)) // same size, another mtime: a new compiler
+	newProcess()
+	if v, err := toolVersion(context.Background(), script, dir, time.Minute); err != nil || !strings.Contains(v, "release 2.0") || asked() != 2 {
+		t.Fatalf("replaced compiler: version %q, err %v, %d runs of --version (want release 2.0, 2 runs)", v, err, asked())
+	}
+	// No cache folder: asked each process.
+	newProcess()
+	if _, err := toolVersion(context.Background(), script, "", time.Minute); err != nil || asked() != 3 {
+		t.Fatalf("no cache folder: err %v, %d runs of --version, want 3", err, asked())
 	}
 }

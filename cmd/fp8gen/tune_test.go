@@ -125,6 +125,11 @@ func TestTuneCachedNeedsNoDevice(t *testing.T) {
 	cache := tune.New()
 	cache.Put(tune.Entry{Key: keyOf(c, sh, ident), Schedule: map[string]int{"BLOCK_K": 256, "LOOP": 1, "PER_CU": 0, "PREFETCH": 0, "ROWS": 2, "WARPS": 2},
 		TimeUS: 12.5, Shape: "M=64,K=256", GPU: "test GPU", Date: "2026-12-02"})
+	// An entry outside the space (3 warps) is not an answer.
+	shBad := ops.Shape{"M": 256, "K": 1024}
+	cBad, _ := op.NewCall(tg, shBad, nil)
+	cache.Put(tune.Entry{Key: keyOf(cBad, shBad, ident), Schedule: map[string]int{"BLOCK_K": 1024, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 3},
+		TimeUS: 12.5, Shape: "M=256,K=1024", GPU: "test GPU", Date: "2026-12-02"})
 	if err := cache.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +145,7 @@ func TestTuneCachedNeedsNoDevice(t *testing.T) {
 	for _, slow := range [][]string{
 		{"tune", "rowwise_cast", "--shape", "M=64,K=4096", "--target", "gfx942", "--cache", path},
 		{"tune", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942", "--cache", path, "--force"},
+		{"tune", "rowwise_cast", "--shape", "M=256,K=1024", "--target", "gfx942", "--cache", path},
 	} {
 		code, out, errs := fp8gen(t, slow...)
 		if strings.Contains(out+errs, "cached: ") {
