@@ -1,5 +1,5 @@
 # Session 11, call 1: TestGPUTimeFlushed (never run on the H200), every
-# colwise and grouped schedule (colwise 64 x 64 in 8 waves and grouped fused 256 x 64 in 16 new) and the ops against
+# colwise, grouped and expert schedule (colwise 64 x 64 in 8 waves, the MoE ops fused in 16 waves new) and the ops against
 # their references, the tune tests; the tune's cache hit as a process
 # (nvcc's version kept on disk, no lowering); a cold tune of grouped at
 # T=65536; then every op's bench shapes tuned again (--force) under the
@@ -12,7 +12,7 @@ note() { echo "$*" | tee -a $R/log.txt; }
 pack() { cp -f /tmp/tune11.json $R/ 2>/dev/null; tar czf $OUT/r.tgz -C $OUT r; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > $R/gpu.txt 2>&1
 (cd backend && timeout 100 $B/backend.test -test.v -test.run 'GPUTimeFlushed|GPUOpsMatchReference' > $R/backend-tests.log 2>&1; echo "backend tests rc=$?" >> $R/log.txt
- timeout 100 $B/backend.test -test.v -test.run 'GPUEverySchedule/^(colwise_cast|grouped_colwise_cast)$' >> $R/backend-tests.log 2>&1; echo "backend every-schedule rc=$?" >> $R/log.txt)
+ timeout 100 $B/backend.test -test.v -test.run 'GPUEverySchedule/^(colwise_cast|grouped_colwise_cast|expert_colwise_cast)$' >> $R/backend-tests.log 2>&1; echo "backend every-schedule rc=$?" >> $R/log.txt)
 grep -h -- '^--- \|^    --- FAIL\|flushed\|twice' $R/backend-tests.log | tail -20
 pack
 export FP8GEN_TUNE_CACHE=/tmp/tune11.json
