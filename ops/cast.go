@@ -331,28 +331,17 @@ var Colwise = register(&Op{
 // 105.0 at 16384×4096, 86.9 against 94.3 at 4096×14336 (2026-12-01).
 // 64 × 64 in 4 waves first, which won the tune at the three bench shapes
 // (1.10-1.12× as fast as 128 × 64 in 8); the amax's next tile prefetched
-// (0.1-2% faster at the bench shapes), and 64 × 64 without. Last, 64 × 64
-// in 8 waves (16 elements a lane), 4 and 8 a CU: timed with the L2 flushed
-// before each repetition, as the bench times since 2026-12-02, the amax
-// reads x just after the flush and its dirty lines are written back as
-// it runs, and a hand-written amax with twice the lanes and as many
-// 16-byte loads in flight a CU ran 3.5-5 µs faster than fp8gen's at the
-// bench shapes (42-44 against 47-49 µs). 32 × 32, the slowest by 30%,
-// made room for them.
+// (0.1-2% faster at the bench shapes), and last 64 × 64 without.
 func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
-	tiles := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")})
-	out := []Candidate{tiles[1], tiles[0], tiles[2]} // 64 × 64 first; 32 × 32 left out
+	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")})
+	out[0], out[1] = out[1], out[0]
 	for _, perCU := range []string{"2", "8"} {
 		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split(perCU), Assign{"PREFETCH", e("1")})[1])
 	}
-	out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("0")})[1])
-	for _, perCU := range []string{"4", "8"} {
-		out = append(out, Candidate{{"BLOCK_M", e("64")}, {"BLOCK_K", e("64")}, {"WARPS", e("8")}, split(perCU), {"PREFETCH", e("1")}})
-	}
-	return out
+	return append(out, columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("0")})[1])
 }
 
 // columnTiles are the tiles of the ops with one scale per column (colwise,

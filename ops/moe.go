@@ -186,11 +186,9 @@ func expertCandidates() []Candidate {
 	for _, c := range [][4]string{{"64", "64", "4", "0"}, {"64", "64", "4", "1"}, {"128", "64", "8", "0"}, {"64", "32", "4", "0"}, {"32", "32", "4", "0"}, {"64", "128", "8", "0"}, {"32", "256", "8", "0"}} {
 		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, split, {"FUSED", e("0")}, {"PREFETCH", e(c[3])}})
 	}
-	// The fused kernel, in narrow strips so that those in flight fit in L2,
-	// or one 512-thread block a SM (its next tile prefetched) so that only
-	// 132 strips are: 34 MB at K=2048 and 64 columns, 17 MB at 32.
-	for _, c := range [][4]string{{"64", "32", "4", "0"}, {"128", "16", "4", "0"}, {"256", "64", "16", "1"}, {"512", "32", "16", "1"}} {
-		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"PREFETCH", e(c[3])}})
+	// The fused kernel, in narrow strips so that those in flight fit in L2.
+	for _, c := range [][3]string{{"64", "32", "4"}, {"128", "16", "4"}} {
+		out = append(out, Candidate{{"BLOCK_K", e(c[0])}, {"BLOCK_N", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"PREFETCH", e("0")}})
 	}
 	return out
 }
@@ -313,13 +311,8 @@ var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORD
 // enough programs a group to fill the GPU about 32 blocks a CU over when
 // the groups are few (but not more than an average group has tiles), 64 ×
 // 64 in 4 waves first; then 128 × 64 at 16 a CU; the fused kernel (172.6
-// µs at E=64, against 184.3 two-pass), also in 16 waves as 256 × 64 and
-// 512 × 32: one block a SM (512 threads of ~72 registers), so that the
-// column strips being read at once (132 × a group's rows × 128 or 64 B:
-// 34 or 17 MB at T=32768, E=16) may stay in L2 for their second read
-// (the cost model counts it where they fit in half of it); by rows, about 4
-// blocks a CU of equal ranges of rows (125.9 µs at T=32768, against 148.8
-// with 16 a CU).
+// µs at E=64, against 184.3 two-pass); by rows, about 4 blocks a CU of
+// equal ranges of rows (125.9 µs at T=32768, against 148.8 with 16 a CU).
 func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
@@ -329,7 +322,7 @@ func groupedCandidates() []Candidate {
 	out[0], out[1] = out[1], out[0]
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
-	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}, {"256", "64", "16"}, {"512", "32", "16"}} {
+	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
 		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}})
 	}
 	// By rows: about 4 blocks a CU of equal ranges of rows.
