@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,9 +50,10 @@ func parseShapeText(op *ops.Op, s string) (ops.Shape, error) {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--out DIR] [--peers auto|off]", stderr)
+	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE,…] [--out DIR] [--peers auto|off]", stderr)
 	opList := fs.String("ops", strings.Join(ops.Names(), ","), "ops to time")
 	shapes := fs.String("shapes", "", "shapes for every op, sizes joined by x: MxK,… (default: each op's realistic set)")
+	optText := fs.String("opt", "", "options for every op, NAME=VALUE,… (layout=nk): fp8gen and the peers both run with them; an op without one of them is an error")
 	outDir := fs.String("out", "bench/results", "folder for the JSON rows, the table and the plot")
 	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
 	python := fs.String("python", "python3", "python with torch for the peers")
@@ -73,6 +75,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	given, err := parseOpts(*optText)
+	if err != nil {
+		return err
+	}
 	var jobs []job
 	var peerJobs []job
 	for _, name := range strings.Split(*opList, ",") {
@@ -88,6 +94,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		} else {
 			list = strings.Split(*shapes, ",")
 		}
+		if _, err := op.CheckOptions(given); err != nil {
+			return usagef("--opt %s: %v", *optText, err)
+		}
 		if !op.Peers {
 			fmt.Fprintf(stderr, "fp8gen bench: %s has no PyTorch peer in bench/peers.py yet; timing fp8gen and the copy only\n", op.Name)
 		}
@@ -96,7 +105,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			jobs = append(jobs, job{op, sh, strings.TrimSpace(s)})
+			text := strings.TrimSpace(s)
+			if len(given) > 0 {
+				text += " " + given.String() // the options in the row's shape, for the table and the peers alike
+			}
+			jobs = append(jobs, job{op, sh, text, given})
 			if op.Peers {
 				peerJobs = append(peerJobs, jobs[len(jobs)-1])
 			}
@@ -121,12 +134,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if len(sm) > 0 {
 				return schedule.Params(sm)
 			}
-			if c, err := op.NewCall(g.T, j.shape, nil); err == nil {
+			if c, err := op.NewCall(g.T, j.shape, optsFor(op, j.opts)); err == nil {
 				return tunedSchedule(c, stderr)
 			}
 			return nil
 		}
-		p, err := j.op.NewPlan(g.T, j.shape, nil, defaultOf(j.op))
+		p, err := j.op.NewPlan(g.T, j.shape, j.opts, defaultOf(j.op))
 		if err != nil {
 			return usageError{err}
 		}
@@ -142,10 +155,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		var pf *ops.Plan
 		if j.op.Forward != nil {
 			// A backward's row is the training step's: its forward, then it.
-			if pf, err = j.op.Forward.NewPlan(g.T, j.shape, nil, defaultOf(j.op.Forward)); err != nil {
+			if pf, err = j.op.Forward.NewPlan(g.T, j.shape, optsFor(j.op.Forward, j.opts), defaultOf(j.op.Forward)); err != nil {
 				return usageError{err}
 			}
-			tf, specF, _, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text}, newSample(pf.Call, *check), *warm, *iters)
+			tf, specF, _, err := timePlan(g, pf, job{j.op.Forward, j.shape, j.text, optsFor(j.op.Forward, j.opts)}, newSample(pf.Call, *check), *warm, *iters)
 			if err != nil {
 				return err
 			}
@@ -212,7 +225,40 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 type job struct {
 	op    *ops.Op
 	shape ops.Shape
-	text  string
+	text  string      // the shape as the rows name it, with any --opt
+	opts  ops.Options // --opt (nil: the op's defaults)
+}
+
+// optsFor is the part of opts that op declares: a backward's options
+// given to its forward (which has no dx, say).
+func optsFor(op *ops.Op, opts ops.Options) ops.Options {
+	out := ops.Options{}
+	for k, v := range opts {
+		if slices.ContainsFunc(op.Options, func(o ops.Option) bool { return o.Name == k }) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// parseOpts reads --opt's NAME=VALUE,… list.
+func parseOpts(s string) (ops.Options, error) {
+	out := ops.Options{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, usagef("--opt %q: %q is not NAME=VALUE", s, kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usagef("--opt %q: %s given twice", s, k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -239,7 +285,7 @@ type peerJob struct {
 // peerJobOf describes a job on target t: the op's default options, the
 // target's FP8 format, and the ideal bytes (a backward's with its forward's).
 func peerJobOf(j job, t *target.Target) (peerJob, error) {
-	c, err := j.op.NewCall(t, j.shape, nil)
+	c, err := j.op.NewCall(t, j.shape, j.opts)
 	if err != nil {
 		return peerJob{}, err
 	}
@@ -248,7 +294,7 @@ func peerJobOf(j job, t *target.Target) (peerJob, error) {
 		pj.FP8 = &c.Format.Name
 	}
 	if j.op.Forward != nil {
-		f, err := j.op.Forward.NewCall(t, j.shape, nil)
+		f, err := j.op.Forward.NewCall(t, j.shape, optsFor(j.op.Forward, j.opts))
 		if err != nil {
 			return peerJob{}, err
 		}
@@ -362,7 +408,7 @@ func timePlan(g *backend.GPU, p *ops.Plan, j job, smp sample, warm, iters int) (
 func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedule.Params, time.Duration, error) {
 	var best schedule.Params
 	bestT := time.Duration(1<<63 - 1)
-	c, err := j.op.NewCall(g.T, j.shape, nil)
+	c, err := j.op.NewCall(g.T, j.shape, j.opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -372,7 +418,7 @@ func sweepSchedules(g *backend.GPU, j job, warm, iters int, w io.Writer) (schedu
 	}
 	in := ops.Inputs(c, 1, false) // one set for every point
 	for _, s := range space {
-		p, err := j.op.NewPlan(g.T, j.shape, nil, s)
+		p, err := j.op.NewPlan(g.T, j.shape, j.opts, s)
 		if err != nil {
 			fmt.Fprintf(w, "  sweep %s %s %v: infeasible: %v\n", j.op.Name, j.text, s, strings.ReplaceAll(err.Error(), "\n", " "))
 			continue

@@ -119,6 +119,9 @@ func TestBenchFlagsBeforeGPU(t *testing.T) {
 		{[]string{"bench", "--ops", "rowwise_cast", "--shapes", "12"}, `"12" is not MxK`},
 		{[]string{"bench", "--peers", "sometimes"}, `--peers "sometimes"`},
 		{[]string{"bench", "--iters", "0"}, "iters ≥ 1"},
+		{[]string{"bench", "--ops", "rowwise_cast", "--opt", "layout=nk"}, "layout"},
+		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout=kt"}, "kt"},
+		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout"}, `"layout" is not NAME=VALUE`},
 	} {
 		code, _, errs := fp8gen(t, tt.args...)
 		want(t, tt.args, code, 2, errs, tt.want)

@@ -75,7 +75,7 @@ func TestExportCodeObject(t *testing.T) {
 func TestPeerJobs(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	rw, _ := ops.Lookup("rowwise_cast")
-	pj, err := peerJobOf(job{rw, ops.Shape{"M": 64, "K": 256}, "64x256"}, tg)
+	pj, err := peerJobOf(job{rw, ops.Shape{"M": 64, "K": 256}, "64x256", nil}, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,23 @@ func TestPeerJobs(t *testing.T) {
 	sh := ops.Shape{"B": 1, "S": 4, "HQ": 4, "HKV": 2, "D": 64}
 	fwd, _ := ops.Lookup("qk_norm_rope")
 	bwd, _ := ops.Lookup("qk_norm_rope_bwd")
-	pf, _ := peerJobOf(job{fwd, sh, "x"}, tg)
-	pb, _ := peerJobOf(job{bwd, sh, "x"}, tg)
+	pf, _ := peerJobOf(job{fwd, sh, "x", nil}, tg)
+	pb, _ := peerJobOf(job{bwd, sh, "x", nil}, tg)
 	cb, _ := bwd.NewCall(tg, sh, nil)
 	if pf.FP8 != nil || pb.IdealBytes != pf.IdealBytes+cb.IdealBytes() || pb.Options["dx"] != "bf16" {
 		t.Errorf("qk jobs: forward %+v, backward %+v", pf, pb)
+	}
+	// bench --opt: the options reach the peers; a backward's forward takes
+	// those it has (dx is the backward's alone).
+	ex, _ := ops.Lookup("expert_colwise_cast")
+	pe, err := peerJobOf(job{ex, ops.Shape{"E": 2, "K": 64, "N": 32}, "2x64x32 layout=nk", ops.Options{"layout": "nk"}}, tg)
+	if err != nil || pe.Options["layout"] != "nk" || pe.Shape != "2x64x32 layout=nk" {
+		t.Errorf("expert job with layout=nk: %+v, %v", pe, err)
+	}
+	pb32, err := peerJobOf(job{bwd, sh, "x", ops.Options{"dx": "f32", "order": "sbhd"}}, tg)
+	cb32, _ := bwd.NewCall(tg, sh, ops.Options{"dx": "f32"})
+	if err != nil || pb32.Options["dx"] != "f32" || pb32.Options["order"] != "sbhd" || pb32.IdealBytes != pf.IdealBytes+cb32.IdealBytes() {
+		t.Errorf("backward job with dx=f32, order=sbhd: %+v, %v", pb32, err)
 	}
 }
 
