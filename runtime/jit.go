@@ -185,13 +185,14 @@ func toolVersion(ctx context.Context, tool, dir string, limit time.Duration) (st
 	}
 	var memo string
 	if dir != "" {
-		memo = filepath.Join(dir, "tool-versions", cacheKey(tool, strconv.FormatInt(k.size, 10), k.mtime.UTC().Format(time.RFC3339Nano), "", nil))
-		if b, err := os.ReadFile(memo); err == nil && len(b) > 0 {
-			v = string(b)
-			versions.Lock()
-			versions.m[k] = v
-			versions.Unlock()
-			return v, nil
+		memo = filepath.Join(dir, "tool-versions", versionMemoKey(k))
+		if b, err := os.ReadFile(memo); err == nil {
+			if v, ok := readVersionMemo(b); ok {
+				versions.Lock()
+				versions.m[k] = v
+				versions.Unlock()
+				return v, nil
+			}
 		}
 	}
 	// Not under the lock: a hung compiler must not hold up other tools'
@@ -208,10 +209,44 @@ func toolVersion(ctx context.Context, tool, dir string, limit time.Duration) (st
 		// Best effort: a cache that cannot be written only costs the
 		// next process another --version.
 		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
-			_ = atomicfile.WriteFile(memo, []byte(v))
+			_ = atomicfile.WriteFile(memo, writeVersionMemo(v))
 		}
 	}
 	return v, nil
+}
+
+// versionEnv are the variables a compiler's --version may read: hipcc is
+// a script that finds its clang through them, and either may be a wrapper
+// found through PATH. A memo is kept per their values too.
+var versionEnv = []string{"PATH", "HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_PLATFORM", "CUDA_HOME", "CUDA_PATH"}
+
+// versionMemoKey names a tool's --version memo: its path, size and
+// modification time, and the environment it would run in.
+func versionMemoKey(k versionKey) string {
+	env := make([]string, 0, len(versionEnv))
+	for _, n := range versionEnv {
+		env = append(env, n+"="+os.Getenv(n))
+	}
+	return cacheKey(k.path, strconv.FormatInt(k.size, 10), k.mtime.UTC().Format(time.RFC3339Nano), "version memo", env)
+}
+
+// A memo file is a header with the SHA-256 of the version text, then the
+// text: one that is cut short or changed by hand is not trusted (the
+// tool is asked again).
+const versionMemoHeader = "fp8gen tool version 1 "
+
+func writeVersionMemo(v string) []byte {
+	sum := sha256.Sum256([]byte(v))
+	return []byte(versionMemoHeader + hex.EncodeToString(sum[:]) + "\n" + v)
+}
+
+func readVersionMemo(b []byte) (string, bool) {
+	head, v, ok := strings.Cut(string(b), "\n")
+	if !ok || !strings.HasPrefix(head, versionMemoHeader) || v == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(v))
+	return v, strings.TrimPrefix(head, versionMemoHeader) == hex.EncodeToString(sum[:])
 }
 
 // Identity names the compiler Compile would use for t: its file name (not

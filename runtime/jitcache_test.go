@@ -510,4 +510,26 @@ func TestToolVersionKeptOnDisk(t *testing.T) {
 	if _, err := toolVersion(context.Background(), script, "", time.Minute); err != nil || asked() != 3 {
 		t.Fatalf("no cache folder: err %v, %d runs of --version, want 3", err, asked())
 	}
+	// Another environment (hipcc finds its clang through ROCM_PATH): asked
+	// again, and the first environment's memo still answers it.
+	t.Setenv("ROCM_PATH", "/opt/rocm-other")
+	newProcess()
+	if _, err := toolVersion(context.Background(), script, dir, time.Minute); err != nil || asked() != 4 {
+		t.Fatalf("another environment: err %v, %d runs of --version, want 4", err, asked())
+	}
+	// A memo cut short or edited is not trusted.
+	memos, _ := filepath.Glob(filepath.Join(dir, "tool-versions", "*"))
+	if len(memos) != 3 {
+		t.Fatalf("memos %v, want 3 (two compilers, two environments of the second)", memos)
+	}
+	for _, m := range memos {
+		b, _ := os.ReadFile(m)
+		if err := os.WriteFile(m, []byte(strings.Replace(string(b), "release", "rElease", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newProcess()
+	if v, err := toolVersion(context.Background(), script, dir, time.Minute); err != nil || asked() != 5 || !strings.Contains(v, "release 2.0") {
+		t.Fatalf("edited memo: version %q, err %v, %d runs of --version, want release 2.0 after 5", v, err, asked())
+	}
 }

@@ -97,6 +97,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if _, err := op.CheckOptions(given); err != nil {
 			return usagef("--opt %s: %v", *optText, err)
 		}
+		if op.Forward != nil {
+			if _, err := op.Forward.CheckOptions(optsFor(op.Forward, given)); err != nil {
+				return usagef("--opt %s: %s's forward: %v", *optText, op.Name, err)
+			}
+		}
 		if !op.Peers {
 			fmt.Fprintf(stderr, "fp8gen bench: %s has no PyTorch peer in bench/peers.py yet; timing fp8gen and the copy only\n", op.Name)
 		}

@@ -119,8 +119,8 @@ func TestBenchFlagsBeforeGPU(t *testing.T) {
 		{[]string{"bench", "--ops", "rowwise_cast", "--shapes", "12"}, `"12" is not MxK`},
 		{[]string{"bench", "--peers", "sometimes"}, `--peers "sometimes"`},
 		{[]string{"bench", "--iters", "0"}, "iters ≥ 1"},
-		{[]string{"bench", "--ops", "rowwise_cast", "--opt", "layout=nk"}, "layout"},
-		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout=kt"}, "kt"},
+		{[]string{"bench", "--ops", "rowwise_cast", "--opt", "layout=nk"}, "unknown option layout"},
+		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout=kt"}, "want one of kn, nk"},
 		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout"}, `"layout" is not NAME=VALUE`},
 	} {
 		code, _, errs := fp8gen(t, tt.args...)

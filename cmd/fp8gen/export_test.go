@@ -92,7 +92,8 @@ func TestPeerJobs(t *testing.T) {
 		t.Errorf("qk jobs: forward %+v, backward %+v", pf, pb)
 	}
 	// bench --opt: the options reach the peers; a backward's forward takes
-	// those it has (dx is the backward's alone).
+	// those it has (dx is the backward's alone: given to the forward, its
+	// NewCall would fail).
 	ex, _ := ops.Lookup("expert_colwise_cast")
 	pe, err := peerJobOf(job{ex, ops.Shape{"E": 2, "K": 64, "N": 32}, "2x64x32 layout=nk", ops.Options{"layout": "nk"}}, tg)
 	if err != nil || pe.Options["layout"] != "nk" || pe.Shape != "2x64x32 layout=nk" {

@@ -109,18 +109,14 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 // cachedLine is the line tune prints where the cache at path holds a
 // schedule for c's class under compiler ident that still holds at c's
 // shape; ok is false where it holds none.
-func cachedLine(c *ops.Call, sh ops.Shape, ident, path string, stderr io.Writer) (line string, ok bool) {
+func cachedLine(c *ops.Call, sh ops.Shape, ident, path string, holds func(*ops.Call, tune.Entry) error, stderr io.Writer) (line string, ok bool) {
 	op, key := c.Op, keyOf(c, sh, ident)
 	cache, warns := tune.Load(path)
 	for _, w := range warns {
 		fmt.Fprintln(stderr, "fp8gen tune:", w)
 	}
 	e, ok := cache.Lookup(key)
-	// The knobs' domains and constraints only: lowering the kernels to
-	// check their resources took longer (4-12 ms) than a cache hit may;
-	// run and bench still hold the entry to the whole plan, and say so in
-	// one line where it fails.
-	if !ok || c.CheckSchedule(e.Params()) != nil {
+	if !ok || holds(c, e) != nil {
 		return "", false
 	}
 	return fmt.Sprintf("%s at %s on %s: cached: %v for class %s (%.1f µs at %s on %s, %s; --force times again)\n",
@@ -147,7 +143,11 @@ func allCached(op *ops.Op, shapes []ops.Shape, opts ops.Options, tg *target.Targ
 		if err != nil {
 			return false, nil // the slow path reports it
 		}
-		line, ok := cachedLine(c, sh, ident, path, &warns)
+		// The knobs' domains and constraints only: lowering the kernels
+		// to check their resources took longer (4-12 ms) than a cache hit
+		// may; run and bench hold the entry to the whole plan, and say so
+		// in one line where it fails, and a tune on the GPU times again.
+		line, ok := cachedLine(c, sh, ident, path, inSpace, &warns)
 		if !ok {
 			return false, nil
 		}
@@ -175,7 +175,7 @@ func tuneOne(op *ops.Op, sh ops.Shape, opts ops.Options, tg *target.Target, g *b
 			return err
 		}
 		key = keyOf(c, sh, ident)
-		if line, ok := cachedLine(c, sh, ident, path, stderr); ok && !force {
+		if line, ok := cachedLine(c, sh, ident, path, usable, stderr); ok && !force {
 			_, err := io.WriteString(stdout, line)
 			return err
 		}
@@ -443,6 +443,10 @@ func usable(c *ops.Call, e tune.Entry) error {
 	_, err := c.With(e.Params()).Plan()
 	return err
 }
+
+// inSpace holds a cached schedule to the knobs' domains and the op's
+// constraints at the call's shape, nothing lowered.
+func inSpace(c *ops.Call, e tune.Entry) error { return c.CheckSchedule(e.Params()) }
 
 // loaded holds the tuning caches a process read, by path, size and
 // modification time, so that bench's jobs read one once and warn once.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,7 @@ func fakeHIPCC(t *testing.T, tg *target.Target) string {
 		t.Fatal(err)
 	}
 	t.Setenv("HIPCC", fake)
+	t.Setenv("FP8GEN_CACHE", t.TempDir()) // its --version memo, not in the user's JIT cache
 	ident, err := (&runtime.Compiler{}).Identity(context.Background(), tg)
 	if err != nil {
 		t.Fatal(err)
@@ -187,4 +189,31 @@ func TestGPUTune(t *testing.T) {
 	run := []string{"run", "rowwise_cast", "--shape", "M=1024,K=4096", "--device", "gpu"}
 	code, out, errs = fp8gen(t, run...)
 	want(t, run, code, 0, out+errs, "schedule from the tuning cache", "bit-exact")
+}
+
+// A cached schedule inside the space whose kernels no longer fit the
+// target (registers here) is answered by the device-free hit, which does
+// not lower, and not by the tune on the GPU, which times again.
+func TestCachedLineChecks(t *testing.T) {
+	tg, _ := target.Lookup("gfx942")
+	ident := fakeHIPCC(t, tg)
+	op, _ := ops.Lookup("rowwise_cast")
+	sh := ops.Shape{"M": 64, "K": 256}
+	c, _ := op.NewCall(tg, sh, nil)
+	big := map[string]int{"BLOCK_K": 16384, "LOOP": 1, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 1}
+	path := filepath.Join(t.TempDir(), "tune.json")
+	cache := tune.New()
+	cache.Put(tune.Entry{Key: keyOf(c, sh, ident), Schedule: big, TimeUS: 1, Shape: "M=64,K=256", GPU: "test GPU", Date: "2026-12-02"})
+	if err := cache.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.With(big).Plan(); err == nil {
+		t.Fatalf("%v plans at %v on %s: the test needs a schedule that does not", big, sh, tg.Name)
+	}
+	if _, ok := cachedLine(c, sh, ident, path, inSpace, io.Discard); !ok {
+		t.Errorf("inSpace: the entry in the space was not answered")
+	}
+	if line, ok := cachedLine(c, sh, ident, path, usable, io.Discard); ok {
+		t.Errorf("usable: an entry that does not lower was answered: %s", line)
+	}
 }
