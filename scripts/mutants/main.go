@@ -444,6 +444,22 @@ var mutants = []mutant{
 		tests:  "CacheKey",
 		reason: "the JIT cache key ignores the compiler's version (stale binaries after an upgrade)",
 	},
+	{
+		file:   "runtime/jit.go",
+		old:    "return v, strings.TrimPrefix(head, versionMemoHeader) == hex.EncodeToString(sum[:])",
+		new:    "return v, len(sum) > 0",
+		pkgs:   []string{"./runtime"},
+		tests:  "ToolVersionKeptOnDisk",
+		reason: "a compiler's --version memo is trusted without its hash (an edited memo names another compiler)",
+	},
+	{
+		file:   "runtime/jit.go",
+		old:    "env = append(env, n+\"=\"+os.Getenv(n))",
+		new:    "env = append(env, n)",
+		pkgs:   []string{"./runtime"},
+		tests:  "ToolVersionKeptOnDisk",
+		reason: "the --version memo ignores the environment hipcc reads (one ROCm's answer given for another)",
+	},
 }
 
 func main() {
