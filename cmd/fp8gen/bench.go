@@ -287,8 +287,9 @@ type peerJob struct {
 	IdealBytes int               `json:"ideal_bytes"`
 }
 
-// peerJobOf describes a job on target t: the op's default options, the
-// target's FP8 format, and the ideal bytes (a backward's with its forward's).
+// peerJobOf describes a job on target t: its options (the op's defaults
+// where --opt gave none), the target's FP8 format, and the ideal bytes (a
+// backward's with its forward's).
 func peerJobOf(j job, t *target.Target) (peerJob, error) {
 	c, err := j.op.NewCall(t, j.shape, j.opts)
 	if err != nil {
