@@ -156,10 +156,7 @@ func findTool(tc toolchain) (string, error) {
 	return "", fmt.Errorf("%w: no %s: tried %s", ErrNoCompiler, tc.tool, strings.Join(tried, ", "))
 }
 
-// toolVersion runs `tool --version` once per (path, size, mtime), so a
-// replaced compiler is noticed: once per process, and where dir is not
-// empty once per JIT cache, whose tool-versions folder keeps the answer
-// (nvcc --version takes longer than a tuning cache hit is allowed).
+// versions are the --version answers this process has, by compiler file.
 var versions = struct {
 	sync.Mutex
 	m map[versionKey]string
@@ -171,12 +168,23 @@ type versionKey struct {
 	mtime time.Time
 }
 
+// toolVersion runs `tool --version` once per (path, size, mtime), so a
+// replaced compiler is noticed: once per process, and where dir is not
+// empty once per JIT cache, whose tool-versions folder keeps the answer
+// (nvcc --version takes longer than a tuning cache hit is allowed) in the
+// cache entries' hash-checked form, so that an edited or cut memo is not
+// trusted.
 func toolVersion(ctx context.Context, tool, dir string, limit time.Duration) (string, error) {
 	st, err := os.Stat(tool)
 	if err != nil {
 		return "", fmt.Errorf("runtime: %w", err)
 	}
 	k := versionKey{tool, st.Size(), st.ModTime()}
+	remember := func(v string) {
+		versions.Lock()
+		versions.m[k] = v
+		versions.Unlock()
+	}
 	versions.Lock()
 	v, ok := versions.m[k]
 	versions.Unlock()
@@ -187,11 +195,9 @@ func toolVersion(ctx context.Context, tool, dir string, limit time.Duration) (st
 	if dir != "" {
 		memo = filepath.Join(dir, "tool-versions", versionMemoKey(k))
 		if b, err := os.ReadFile(memo); err == nil {
-			if v, ok := readVersionMemo(b); ok {
-				versions.Lock()
-				versions.m[k] = v
-				versions.Unlock()
-				return v, nil
+			if text, _, err := decodeEntry(b); err == nil {
+				remember(string(text))
+				return string(text), nil
 			}
 		}
 	}
@@ -202,14 +208,12 @@ func toolVersion(ctx context.Context, tool, dir string, limit time.Duration) (st
 		return "", fmt.Errorf("runtime: %s --version: %w: %s", tool, err, bytes.TrimSpace(out.Bytes()))
 	}
 	v = strings.TrimSpace(out.String())
-	versions.Lock()
-	versions.m[k] = v
-	versions.Unlock()
+	remember(v)
 	if memo != "" && v != "" {
 		// Best effort: a cache that cannot be written only costs the
 		// next process another --version.
 		if os.MkdirAll(filepath.Dir(memo), 0o755) == nil {
-			_ = atomicfile.WriteFile(memo, writeVersionMemo(v))
+			_ = atomicfile.WriteFile(memo, encodeEntry([]byte(v), ""))
 		}
 	}
 	return v, nil
@@ -228,25 +232,6 @@ func versionMemoKey(k versionKey) string {
 		env = append(env, n+"="+os.Getenv(n))
 	}
 	return cacheKey(k.path, strconv.FormatInt(k.size, 10), k.mtime.UTC().Format(time.RFC3339Nano), "version memo", env)
-}
-
-// A memo file is a header with the SHA-256 of the version text, then the
-// text: one that is cut short or changed by hand is not trusted (the
-// tool is asked again).
-const versionMemoHeader = "fp8gen tool version 1 "
-
-func writeVersionMemo(v string) []byte {
-	sum := sha256.Sum256([]byte(v))
-	return []byte(versionMemoHeader + hex.EncodeToString(sum[:]) + "\n" + v)
-}
-
-func readVersionMemo(b []byte) (string, bool) {
-	head, v, ok := strings.Cut(string(b), "\n")
-	if !ok || !strings.HasPrefix(head, versionMemoHeader) || v == "" {
-		return "", false
-	}
-	sum := sha256.Sum256([]byte(v))
-	return v, strings.TrimPrefix(head, versionMemoHeader) == hex.EncodeToString(sum[:])
 }
 
 // Identity names the compiler Compile would use for t: its file name (not
