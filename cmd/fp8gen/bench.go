@@ -50,10 +50,11 @@ func parseShapeText(op *ops.Op, s string) (ops.Shape, error) {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE,…] [--out DIR] [--peers auto|off]", stderr)
+	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE …] [--out DIR] [--peers auto|off]", stderr)
 	opList := fs.String("ops", strings.Join(ops.Names(), ","), "ops to time")
 	shapes := fs.String("shapes", "", "shapes for every op, sizes joined by x: MxK,… (default: each op's realistic set)")
-	optText := fs.String("opt", "", "options for every op, NAME=VALUE,… (layout=nk): fp8gen and the peers both run with them; an op without one of them is an error")
+	var optFlag kvFlag
+	fs.Var(&optFlag, "opt", "set an option of every op: NAME=VALUE (repeatable; layout=nk): fp8gen and the peers both run with it; an op without it is an error")
 	outDir := fs.String("out", "bench/results", "folder for the JSON rows, the table and the plot")
 	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
 	python := fs.String("python", "python3", "python with torch for the peers")
@@ -75,9 +76,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	given, err := parseOpts(*optText)
-	if err != nil {
-		return err
+	given := ops.Options{}
+	for _, kv := range optFlag.kv {
+		given[kv[0]] = kv[1]
 	}
 	var jobs []job
 	var peerJobs []job
@@ -95,11 +96,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			list = strings.Split(*shapes, ",")
 		}
 		if _, err := op.CheckOptions(given); err != nil {
-			return usagef("--opt %s: %v", *optText, err)
+			return usagef("--opt %s: %v", optFlag.String(), err)
 		}
 		if op.Forward != nil {
 			if _, err := op.Forward.CheckOptions(optsFor(op.Forward, given)); err != nil {
-				return usagef("--opt %s: %s's forward: %v", *optText, op.Name, err)
+				return usagef("--opt %s: %s's forward: %v", optFlag.String(), op.Name, err)
 			}
 		}
 		if !op.Peers {
@@ -244,26 +245,6 @@ func optsFor(op *ops.Op, opts ops.Options) ops.Options {
 		}
 	}
 	return out
-}
-
-// parseOpts reads --opt's NAME=VALUE,… list.
-func parseOpts(s string) (ops.Options, error) {
-	out := ops.Options{}
-	if strings.TrimSpace(s) == "" {
-		return out, nil
-	}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return nil, usagef("--opt %q: %q is not NAME=VALUE", s, kv)
-		}
-		if _, dup := out[k]; dup {
-			return nil, usagef("--opt %q: %s given twice", s, k)
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

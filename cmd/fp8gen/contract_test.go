@@ -121,7 +121,8 @@ func TestBenchFlagsBeforeGPU(t *testing.T) {
 		{[]string{"bench", "--iters", "0"}, "iters ≥ 1"},
 		{[]string{"bench", "--ops", "rowwise_cast", "--opt", "layout=nk"}, "unknown option layout"},
 		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout=kt"}, "want one of kn, nk"},
-		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout"}, `"layout" is not NAME=VALUE`},
+		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout"}, `"layout": want NAME=VALUE`},
+		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout=nk", "--opt", "layout=kn"}, "layout given twice"},
 	} {
 		code, _, errs := fp8gen(t, tt.args...)
 		want(t, tt.args, code, 2, errs, tt.want)
