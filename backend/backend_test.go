@@ -424,35 +424,3 @@ func TestGPUTimeFlushed(t *testing.T) {
 		t.Errorf("Time with no repetition: %v; want it refused", err)
 	}
 }
-
-// OCCUPANCY reaches the compiler: the QK forward asked for 8 blocks of 4
-// waves an SM gets no more registers than they leave a lane (64 on
-// sm_90; the compiler's own choice there was 72), and still computes the
-// same result.
-func TestGPUOccupancyCapsRegisters(t *testing.T) {
-	g := openGPU(t)
-	op, _ := ops.Lookup("qk_norm_rope")
-	sh := op.Tests.GPU[0]
-	for _, occ := range []int{0, 8} {
-		p, err := op.NewPlan(g.T, sh, nil, schedule.Params{"WARPS": 4, "OCCUPANCY": occ})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := ops.Inputs(p.Call, 7, true)
-		all, _ := p.WithOutputs(in)
-		pr, err := g.Prepare(context.Background(), p, all)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := pr.Attrs[0]
-		pr.Free()
-		threads := p.Steps[0].Resources.Threads
-		t.Logf("OCCUPANCY=%d: %d registers, %d B local a thread (%d threads a block)", occ, a.Regs, a.LocalBytes, threads)
-		if c := schedule.RegCap(occ, threads, g.T); occ > 0 && a.Regs > c {
-			t.Errorf("OCCUPANCY=%d: %d registers a thread; %d blocks of %d threads leave %d", occ, a.Regs, occ, threads, c)
-		}
-		if err := check(p, in, runTwice(t, g, p, in)); err != nil {
-			t.Errorf("OCCUPANCY=%d: %v", occ, err)
-		}
-	}
-}

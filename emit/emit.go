@@ -240,7 +240,7 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n// %s\n", comment)
-	fmt.Fprintf(&sb, "extern \"C\" __global__ void %s %s(%s) {\n", e.bounds(f), f.EntryName(), strings.Join(params, ", "))
+	fmt.Fprintf(&sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {\n", f.Threads, f.EntryName(), strings.Join(params, ", "))
 	if f.LDSBytes > 0 {
 		if dyn {
 			sb.WriteString("  extern __shared__ __align__(16) unsigned char lds[];\n")
@@ -555,24 +555,4 @@ func (e *emitter) value(v *ir.Value) error {
 		}
 	}
 	return nil
-}
-
-// simdsPerCU is a CDNA compute unit's SIMDs, the execution units that
-// amdgpu_waves_per_eu counts waves on.
-const simdsPerCU = 4
-
-// bounds is the kernel's launch bounds: its threads per block and, with
-// MinBlocks, the occupancy its registers must allow. CUDA takes that as
-// blocks an SM; for AMD it is waves a SIMD, written as clang's own
-// attribute (HIP's second __launch_bounds__ argument has meant either,
-// by compiler version).
-func (e *emitter) bounds(f *ir.Func) string {
-	switch {
-	case f.MinBlocks == 0:
-		return fmt.Sprintf("__launch_bounds__(%d)", f.Threads)
-	case e.t.Vendor == target.NVIDIA:
-		return fmt.Sprintf("__launch_bounds__(%d, %d)", f.Threads, f.MinBlocks)
-	}
-	waves := f.MinBlocks * f.Threads / e.t.WaveSize
-	return fmt.Sprintf("__launch_bounds__(%d) __attribute__((amdgpu_waves_per_eu(%d)))", f.Threads, (waves+simdsPerCU-1)/simdsPerCU)
 }

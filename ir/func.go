@@ -62,10 +62,6 @@ type Func struct {
 	// Set by lowering.
 	Threads  int // lanes per block
 	LDSBytes int // LDS the kernel uses
-	// MinBlocks, if not 0, is the blocks a CU must hold at once: the
-	// target's compiler is told so (launch bounds) and caps each lane's
-	// registers to fit them, spilling if it must.
-	MinBlocks int
 
 	nextID int
 }

@@ -138,9 +138,6 @@ func (f *Func) String() string {
 	}
 	if f.Threads > 0 {
 		fmt.Fprintf(&sb, " threads=%d lds=%d", f.Threads, f.LDSBytes)
-		if f.MinBlocks > 0 {
-			fmt.Fprintf(&sb, " min_blocks=%d", f.MinBlocks)
-		}
 	}
 	sb.WriteString(" {\n")
 	printBlock(&sb, f.Entry, "  ")

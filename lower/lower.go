@@ -28,9 +28,6 @@ import (
 // Config is what lowering needs from the schedule and the call site.
 type Config struct {
 	Warps int // waves per block
-	// MinBlocks, if not 0, is the blocks a CU must hold at once (ir.Func's
-	// MinBlocks): registers are then the target compiler's to cap.
-	MinBlocks int
 	// Lanes, if set, is the most lanes of a wave a global access puts
 	// along a tile's contiguous axis; the anchor then wraps the axis, each
 	// lane holding several 16-byte vectors of a row (element d and
@@ -133,10 +130,6 @@ func Run(f *ir.Func, cfg *Config) error {
 	if f.Threads > f.Target.MaxBlock {
 		return fmt.Errorf("lower %s: %d threads per block > %d on %s", f.Name, f.Threads, f.Target.MaxBlock, f.Target.Name)
 	}
-	if cfg.MinBlocks < 0 || cfg.MinBlocks*cfg.Warps > f.Target.MaxWaves {
-		return fmt.Errorf("lower %s: %d blocks of %d waves a CU: want 0 to %d waves on %s", f.Name, cfg.MinBlocks, cfg.Warps, f.Target.MaxWaves, f.Target.Name)
-	}
-	f.MinBlocks = cfg.MinBlocks
 	for _, p := range passes {
 		if err := p.fn(f, cfg); err != nil {
 			return fmt.Errorf("lower %s: pass %s: %w", f.Name, p.name, err)

@@ -37,15 +37,6 @@ var castOptions = []Option{
 
 var warpsKnob = schedule.Knob{Name: "WARPS", Doc: "waves per block", Domain: schedule.Pow2("1", "MAXBLOCK / WAVE")}
 
-// occupancyKnob asks the target's compiler for room for that many blocks
-// a CU (launch bounds), so that it caps each lane's registers to fit
-// them, spilling if it must: a kernel that waits on its loads trades
-// registers for threads. 0 leaves the registers to the compiler.
-var occupancyKnob = schedule.Knob{Name: "OCCUPANCY", Doc: "blocks a CU the compiler must fit (it caps the registers, spilling if it must); 0: its own choice", Domain: schedule.Range("0", "MAXWAVES")}
-
-// occupancyFits keeps OCCUPANCY's blocks within the waves a CU holds.
-var occupancyFits = schedule.Constraint{Cond: e("OCCUPANCY * WARPS <= MAXWAVES"), Why: "OCCUPANCY blocks of WARPS waves must fit in a CU's MAXWAVES waves"}
-
 // tileLimit keeps a tile within what lowering enumerates.
 func tileLimit(extents string) schedule.Constraint {
 	return schedule.Constraint{Cond: e(extents + " <= 65536"), Why: "a tile holds at most 65536 elements"}

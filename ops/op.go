@@ -755,9 +755,6 @@ func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
 	if _, ok := c.Schedule["LANES"]; ok {
 		cc.Lanes = c.Knob("LANES")
 	}
-	if _, ok := c.Schedule["OCCUPANCY"]; ok {
-		cc.MinBlocks = c.Knob("OCCUPANCY")
-	}
 	if cc.Div == nil {
 		cc.Div = Divisors(c.Shape)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 
 	"github.com/fp8gen/fp8gen/expr"
@@ -150,17 +149,12 @@ var qkConstraints = []schedule.Constraint{
 // The untuned default holds 512 / WAVE elements a lane (16 on wave32, 8
 // on wave64, as the backward's): 16 a lane in 4 waves won the tune at
 // all three benchmark shapes on the H200 (2026-12-01), 1.38–1.44× as
-// fast as the 8 a lane of the old default. The same tune found the
-// forward at the occupancy its registers allow: 72 registers (7 blocks
-// of 4 waves an SM) ran 232 µs at (8, 4096, 32, 8, 128), 79 (6 blocks)
-// 291; so some candidates ask the compiler for 8 blocks (64 registers)
-// or, at 32 a lane, 4.
+// fast as the 8 a lane of the old default.
 func qkCandidates() []Candidate {
 	var out []Candidate
-	for _, c := range []struct{ per, warps, rows, early, occ string }{
-		{"(512 / WAVE)", "4", "1", "0", "0"}, {"8", "4", "1", "0", "0"}, {"8", "4", "1", "1", "0"}, {"8", "4", "2", "0", "0"},
-		{"16", "4", "1", "0", "0"}, {"16", "4", "1", "1", "0"}, {"32", "4", "1", "0", "0"}, {"8", "8", "1", "0", "0"}, {"8", "4", "2", "1", "0"},
-		{"16", "4", "1", "0", "8"}, {"16", "4", "1", "1", "8"}, {"32", "4", "1", "0", "4"},
+	for _, c := range []struct{ per, warps, rows, early string }{
+		{"(512 / WAVE)", "4", "1", "0"}, {"8", "4", "1", "0"}, {"8", "4", "1", "1"}, {"8", "4", "2", "0"},
+		{"16", "4", "1", "0"}, {"16", "4", "1", "1"}, {"32", "4", "1", "0"}, {"8", "8", "1", "0"}, {"8", "4", "2", "1"},
 	} {
 		lanes := "min(WAVE, D / " + c.per + ")"
 		out = append(out, Candidate{
@@ -171,7 +165,6 @@ func qkCandidates() []Candidate {
 			{"LANES", e(lanes)},
 			{"ROWS", e(c.rows + " * " + c.warps + " * WAVE / " + lanes)},
 			{"EARLY_LOADS", e(c.early)},
-			{"OCCUPANCY", e(c.occ)},
 		})
 	}
 	return out
@@ -236,14 +229,13 @@ func qkTests(options []Options) Tests {
 // shapes, inputs and their host checks.
 func qkOp(op Op) *Op {
 	op.Sizes = []string{"B", "S", "HQ", "HKV", "D"}
-	op.Constraints = qkConstraints
-	if op.Knobs == nil { // the forward's
-		op.Knobs = append(slices.Clone(qkKnobs), occupancyKnob)
-		op.Constraints = append(slices.Clone(qkConstraints), occupancyFits)
+	if op.Knobs == nil {
+		op.Knobs = qkKnobs
 	}
 	if op.Candidates == nil {
 		op.Candidates = qkCandidates()
 	}
+	op.Constraints = qkConstraints
 	op.SizeRules, op.OptionRules = qkSizeRules, qkThetaRule
 	op.Ceiling = e("100")
 	op.Example = Shape{"B": 2, "S": 512, "HQ": 32, "HKV": 4, "D": 128}
@@ -292,7 +284,6 @@ var QKNormRope = qkOp(Op{
 		{Name: "sbhd_gptj", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "round_norm": "true"}},
 		{Name: "d64", Shape: Shape{"B": 4, "S": 256, "HQ": 64, "HKV": 8, "D": 64}},
 		{Name: "theta", Options: Options{"angles": "theta"}},
-		{Name: "occupancy", Schedule: schedule.Params{"OCCUPANCY": 4}}, // the launch bounds on each vendor
 	},
 	Expected: qkForward,
 })

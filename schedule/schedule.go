@@ -207,9 +207,6 @@ type Resources struct {
 	Threads  int // lanes per block
 	LDSBytes int
 	Regs     int // estimated 32-bit registers per lane at the point of most pressure
-	// MinBlocks, if not 0, is the blocks a CU must hold (ir.Func's
-	// MinBlocks): the compiler caps the registers to fit them.
-	MinBlocks int
 }
 
 // Measure estimates the resources of a lowered kernel. Registers are the
@@ -217,7 +214,7 @@ type Resources struct {
 // is live from its definition to its last use; values a loop uses are live
 // through the whole loop), plus a fixed allowance for addresses and indices.
 func Measure(f *ir.Func) Resources {
-	return Resources{Threads: f.Threads, LDSBytes: f.LDSBytes, Regs: regPressure(f) + regOverhead, MinBlocks: f.MinBlocks}
+	return Resources{Threads: f.Threads, LDSBytes: f.LDSBytes, Regs: regPressure(f) + regOverhead}
 }
 
 const regOverhead = 16
@@ -324,51 +321,24 @@ func Check(r Resources, t *target.Target) error {
 		return fmt.Errorf("registers ~%d per lane%s > %d on %s", regs, fitted(r, t), t.RegsLane, t.Name)
 	case regs*r.Threads > t.RegsCU:
 		return fmt.Errorf("registers ~%d%s × %d lanes > %d per CU on %s", regs, fitted(r, t), r.Threads, t.RegsCU, t.Name)
-	case r.MinBlocks*r.LDSBytes > t.LDSCU:
-		return fmt.Errorf("%d blocks a CU × LDS %d B > %d B per CU on %s", r.MinBlocks, r.LDSBytes, t.LDSCU, t.Name)
-	case r.MinBlocks > t.MaxBlocksCU:
-		return fmt.Errorf("%d blocks a CU > %d on %s", r.MinBlocks, t.MaxBlocksCU, t.Name)
 	}
 	return nil
 }
 
-// RegCap is the most registers a lane may take so that a CU holds n
-// blocks of threads lanes on t (in its allocation granule), or RegsLane
-// where n is 0.
-func RegCap(n, threads int, t *target.Target) int {
-	if n <= 0 || threads <= 0 {
-		return t.RegsLane
-	}
-	c := t.RegsCU / (n * threads)
-	if g := t.RegGranule; g > 1 {
-		c -= c % g
-	}
-	return min(c, t.RegsLane)
-}
-
 // CompilerRegs is the registers a lane is expected to take once the
 // target's compiler has allocated them: the estimate times its RegFit.
-// With MinBlocks the compiler keeps within RegCap, spilling the rest.
 func CompilerRegs(r Resources, t *target.Target) int {
-	regs := r.Regs
-	if t.RegFit > 0 && t.RegFit != 1 {
-		regs = int(math.Ceil(float64(r.Regs) * t.RegFit))
+	if t.RegFit <= 0 || t.RegFit == 1 {
+		return r.Regs
 	}
-	if r.MinBlocks > 0 {
-		regs = min(regs, RegCap(r.MinBlocks, r.Threads, t))
-	}
-	return regs
+	return int(math.Ceil(float64(r.Regs) * t.RegFit))
 }
 
 // fitted says how the expected registers came from the estimate, where
 // they differ.
 func fitted(r Resources, t *target.Target) string {
-	regs := CompilerRegs(r, t)
-	switch {
-	case regs == r.Regs:
+	if CompilerRegs(r, t) == r.Regs {
 		return ""
-	case r.MinBlocks > 0 && regs == RegCap(r.MinBlocks, r.Threads, t):
-		return fmt.Sprintf(" (estimate %d, capped for %d blocks a CU)", r.Regs, r.MinBlocks)
 	}
 	return fmt.Sprintf(" (estimate %d × fit %.2f)", r.Regs, t.RegFit)
 }

@@ -24,11 +24,6 @@ func TestCheckNamesTheLimit(t *testing.T) {
 		{Resources{Threads: 256, Regs: 400}, sm, "registers ~256 per lane (estimate 400 × fit 0.64) > 255 on sm_90"},
 		{Resources{Threads: 1024, Regs: 100}, sm, ""}, // 64 registers as ptxas is expected to allocate them
 		{Resources{Threads: 1024, Regs: 110}, sm, "registers ~71 (estimate 110 × fit 0.64) × 1024 lanes > 65536 per CU on sm_90"},
-		// With MinBlocks the compiler caps the registers (spilling), so
-		// an estimate past what the blocks leave is no longer refused.
-		{Resources{Threads: 128, Regs: 120, MinBlocks: 8}, sm, ""},
-		{Resources{Threads: 128, LDSBytes: 32 << 10, Regs: 32, MinBlocks: 8}, sm, "8 blocks a CU × LDS 32768 B > 233472 B per CU on sm_90"},
-		{Resources{Threads: 32, Regs: 32, MinBlocks: 40}, sm, "40 blocks a CU > 32 on sm_90"},
 	} {
 		err := Check(c.r, c.t)
 		if c.want == "" {
@@ -43,26 +38,6 @@ func TestCheckNamesTheLimit(t *testing.T) {
 	}
 	if err := Check(Resources{Threads: 256, LDSBytes: 1024, Regs: 64}, gfx); err != nil {
 		t.Errorf("a feasible point is rejected: %v", err)
-	}
-}
-
-// RegCap is what n blocks leave a lane, in the allocation granule; with
-// MinBlocks the expected registers are the fitted estimate or the cap,
-// the less.
-func TestRegCap(t *testing.T) {
-	sm, _ := target.Lookup("sm_90")
-	for _, c := range []struct{ n, threads, want int }{
-		{0, 128, 255}, {8, 128, 64}, {7, 128, 72}, {6, 128, 85 - 85%8}, {1, 128, 255}, {4, 512, 32},
-	} {
-		if got := RegCap(c.n, c.threads, sm); got != c.want {
-			t.Errorf("RegCap(%d, %d, sm_90) = %d, want %d", c.n, c.threads, got, c.want)
-		}
-	}
-	if got := CompilerRegs(Resources{Threads: 128, Regs: 120, MinBlocks: 8}, sm); got != 64 {
-		t.Errorf("CompilerRegs at 8 blocks of 128: %d, want the cap 64 (the fitted estimate is 77)", got)
-	}
-	if got := CompilerRegs(Resources{Threads: 128, Regs: 50, MinBlocks: 8}, sm); got != 32 {
-		t.Errorf("CompilerRegs at 8 blocks of 128 under the cap: %d, want the fitted estimate 32", got)
 	}
 }
 
