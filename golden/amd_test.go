@@ -2,6 +2,7 @@ package golden
 
 import (
 	"context"
+	"maps"
 	"fmt"
 	"os"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -332,5 +334,60 @@ func TestAMDCompileCapabilities(t *testing.T) {
 				t.Errorf("%+v; want no spills and %d B of LDS", info, f.LDSBytes)
 			}
 		})
+	}
+}
+
+// The register file a CU holds (target.RegsCU) is what hipcc allots: a
+// block of 1024 lanes (16 waves, 4 on each SIMD) gets at most RegsCU /
+// 1024 registers a lane, however many the same code takes in a block of
+// 128 lanes. The QK forward at 32 elements a lane with its loads early
+// needs more than that.
+func TestAMDRegisterFile(t *testing.T) {
+	tg, err := target.Lookup("gfx942")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireHipcc(t)
+	op, _ := ops.Lookup("qk_norm_rope")
+	sh := ops.Shape{"B": 8, "S": 4096, "HQ": 32, "HKV": 8, "D": 128}
+	var regs [2]int
+	for i, warps := range []int{2, 16} {
+		// Built and lowered without the resource check, which refuses
+		// the 16-wave block for the registers it would need.
+		c, err := op.NewCall(tg, sh, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		space, err := c.Space()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := space[0].Clone()
+		maps.Copy(s, schedule.Params{"LANES": 4, "ROWS": warps * 16, "WARPS": warps, "EARLY_LOADS": 1})
+		f, err := c.With(s).Build(op.Kernels[0], &lower.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := emit.Emit(f, "register file")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := compileHIP(k.Source, tg.CheckArch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, ok := rep.Kernel(k.Name)
+		if !ok {
+			t.Fatalf("hipcc reports no kernel %s", k.Name)
+		}
+		regs[i] = info.VGPRs + info.AGPRs
+		t.Logf("%d waves a block: %d VGPRs, %d AGPRs, %d spilled", warps, info.VGPRs, info.AGPRs, info.VGPRSpills)
+	}
+	limit := tg.RegsCU / (16 * tg.WaveSize)
+	if regs[0] <= limit {
+		t.Fatalf("in blocks of 2 waves the kernel takes %d registers, within %d: pick a heavier schedule for this test", regs[0], limit)
+	}
+	if regs[1] > limit {
+		t.Errorf("in blocks of 16 waves: %d registers a lane; RegsCU %d says at most %d", regs[1], tg.RegsCU, limit)
 	}
 }
