@@ -2,8 +2,8 @@ package golden
 
 import (
 	"context"
-	"maps"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
