@@ -12,21 +12,31 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
-#define DECL(k) extern "C" const void *amax_##k##_h0_fn, *amax_##k##_h1_fn, *amax_##k##_h2_fn, *amax_##k##_h3_fn, *amax_##k##_h4_fn, *amax_##k##_h5_fn, \
-  *cast_##k##_h0_fn, *cast_##k##_h1_fn, *cast_##k##_h2_fn, *cast_##k##_h3_fn, *cast_##k##_h4_fn, *cast_##k##_h5_fn;
+#define DECL(k) extern "C" const void *amax_##k##_h0_fn, *amax_##k##_h1_fn, *amax_##k##_h2_fn, *amax_##k##_h3_fn, *amax_##k##_h4_fn, *amax_##k##_h5_fn, *amax_##k##_h6_fn, *amax_##k##_h7_fn, \
+  *cast_##k##_h0_fn, *cast_##k##_h1_fn, *cast_##k##_h2_fn, *cast_##k##_h3_fn, *cast_##k##_h4_fn, *cast_##k##_h5_fn, *cast_##k##_h6_fn, *cast_##k##_h7_fn;
 DECL(k8) DECL(k16) DECL(k4)
-#define FNS(k, p) {p##_##k##_h0_fn, p##_##k##_h1_fn, p##_##k##_h2_fn, p##_##k##_h3_fn, p##_##k##_h4_fn, p##_##k##_h5_fn}
+#define FNS(k, p) {p##_##k##_h0_fn, p##_##k##_h1_fn, p##_##k##_h2_fn, p##_##k##_h3_fn, p##_##k##_h4_fn, p##_##k##_h5_fn, p##_##k##_h6_fn, p##_##k##_h7_fn}
+#define NV 8
 
-struct Shape { const char* name; int M, K, split; const void* amax[6]; const void* cast[6]; };
-static const char* what[6] = {"plain", "amax last 2/8 evict_last, cast ld+st evict_first", "amax last 3/8 evict_last, cast ld+st evict_first",
-  "cast ld+st evict_first only", "amax last 2/8 evict_last only", "amax last 3/8 evict_last, cast ld evict_first"};
+struct Shape { const char* name; int M, K, split; const void* amax[NV]; const void* cast[NV]; };
+static const char* what[NV] = {"plain", "amax last 2/8 evict_last, cast ld+st evict_first", "amax last 3/8 evict_last, cast ld+st evict_first",
+  "cast ld+st evict_first only", "amax last 2/8 evict_last only", "amax last 3/8 evict_last, cast ld evict_first",
+  "amax first 6/8 evict_first, last 2/8 normal", "amax last 3/8 evict_last only"};
 
-int main() {
+// argv[1]: the L2 set-aside for persisting lines, MB (cudaLimitPersistingL2CacheSize; -1: the device's most).
+int main(int argc, char** argv) {
+	int mb = argc > 1 ? atoi(argv[1]) : 0;
+	int maxp = 0; CK(cudaDeviceGetAttribute(&maxp, cudaDevAttrMaxPersistingL2CacheSize, 0));
+	size_t want = mb < 0 ? (size_t)maxp : (size_t)mb << 20;
+	CK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
+	size_t got = 0; CK(cudaDeviceGetLimit(&got, cudaLimitPersistingL2CacheSize));
+	printf("persisting L2 set-aside %zu B (device most %d B)\n", got, maxp);
 	Shape shapes[] = {
 		{"8192x8192", 8192, 8192, 8, FNS(k8, amax), FNS(k8, cast)},
 		{"16384x4096", 16384, 4096, 16, FNS(k16, amax), FNS(k16, cast)},
@@ -48,7 +58,7 @@ int main() {
 		int M = s.M, K = s.K, nm = M / 64, nk = K / 64;
 		std::vector<uint8_t> ref(n), got(n);
 		std::vector<float> refi(s.K), goti(s.K);
-		for (int v = 0; v < 6; v++) {
+		for (int v = 0; v < NV; v++) {
 			auto run = [&](int i) {
 				void* x = xs[i % 3];
 				void* aargs[] = {&x, &am, &M, &K};
