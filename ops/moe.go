@@ -226,11 +226,9 @@ var GroupedColwise = register(&Op{
 		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
 		{Name: "PREFETCH", Doc: "1: the grouped loops over a program's tiles load the next tile of x before working on this one (twice x's registers), so that its latency overlaps this tile's work and barriers; 0: each tile is loaded when its turn comes", Domain: schedule.Bool()},
 		{Name: "ORDER", Doc: "1: the grid has a group's SPLIT programs (by rows: the ranges) fastest, then the column blocks, then the groups, so that the two-pass programs running at once store runs of SPLIT neighbouring tiles into each row of qt; 0: the column blocks fastest (one tile of each qt row at a time)", Domain: schedule.Bool()},
-		{Name: "STASH", Doc: "the fused kernel's first STASH tiles of its group, loaded at once and kept in registers for the cast (their rows read once); 0: every row read twice", Domain: schedule.Range("0", "8")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_T * BLOCK_K"),
-		{Cond: e("FUSED == 1 || STASH == 0"), Why: "STASH is the fused kernel's (FUSED=1); elsewhere it must be 0"},
 		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes a group's column block in one program: SPLIT must be 1"},
 		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups; 2 with ORDER=1) holds at most 65535 programs"},
 		{Cond: e("ORDER == 0 || cdiv(K, BLOCK_K) <= 65535"), Why: "with ORDER=1 grid axis 1 (column blocks) holds at most 65535 programs"},
@@ -258,11 +256,10 @@ var GroupedColwise = register(&Op{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
 		// The fused and by-rows kernels as the H200's tuning ships them
 		// (PREFETCH=1).
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1, "STASH": 0}},
-		{Name: "fused_stash", Schedule: schedule.Params{"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1, "STASH": 2}},
-		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1, "STASH": 0}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1}},
+		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1}},
 		// The two-pass kernels as they were before ORDER and PREFETCH.
-		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0, "STASH": 0}},
+		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -320,19 +317,17 @@ func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}, {"STASH", e("0")}}
+	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}}
 	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("32")}, two...)...)
 	out[0], out[1] = out[1], out[0]
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
-	// The fused kernel, one program a group's column block; with the
-	// first 2 or 4 tiles kept (a group of T / E rows held whole where it
-	// fits).
-	for _, c := range [][4]string{{"64", "64", "4", "0"}, {"128", "64", "8", "0"}, {"64", "64", "4", "min(4, cdiv(T, E * 64))"}, {"64", "64", "4", "min(2, cdiv(T, E * 64))"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"STASH", e(c[3])}})
+	// The fused kernel, one program a group's column block.
+	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}})
 	}
 	// By rows: about 4 blocks a CU of equal ranges of rows.
 	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K)))))")}
-	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")}, Assign{"PREFETCH", e("1")}, Assign{"STASH", e("0")})[:2] {
+	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")}, Assign{"PREFETCH", e("1")})[:2] {
 		out = append(out, c)
 	}
 	return out
@@ -348,7 +343,6 @@ func groupedTestSchedules() []schedule.Params {
 		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1},
 		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1},
-		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "STASH": 3}, // groups past, within and short of 3 tiles
 	}
 	var out []schedule.Params
 	for _, k := range kinds {
@@ -356,9 +350,6 @@ func groupedTestSchedules() []schedule.Params {
 			for _, prefetch := range []int{0, 1} {
 				s := maps.Clone(k)
 				s["ORDER"], s["PREFETCH"] = order, prefetch
-				if _, ok := s["STASH"]; !ok {
-					s["STASH"] = 0
-				}
 				out = append(out, s)
 			}
 		}

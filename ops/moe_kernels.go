@@ -179,33 +179,22 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 // rows outside [lo, hi) masked) loaded for body as f32 and, with
 // PREFETCH=1, the next one loaded before body works on this one
 // (tileLoop).
-//
-// skip tiles of the program's first are left out (the fused kernel's
-// STASH, which it loads itself).
-func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, skip int, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
-	load := func(t0 *ir.Value, ahead bool) *ir.Value { return groupedTile(b, c, x, lo, hi, k, t0, ahead) }
-	start, step := groupTileStart(b, c, lo, byRows)
-	if skip > 0 {
-		start = b.MultipleOf(b.Add(start, skip*step), c.Knob("BLOCK_T"))
+func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	load := func(t0 *ir.Value, ahead bool) *ir.Value {
+		rows, rmask := groupedRows(b, c, t0, lo, hi)
+		if ahead {
+			rows = rowsWithin(b, rows, hi)
+		}
+		cols := groupedCols(b, c)
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
+	start, step := groupTileStart(b, c, lo, byRows)
 	return tileLoop(b, start, hi, step, c.Knob("BLOCK_T"), c.Knob("PREFETCH") == 1, load, inits,
 		func(t0, tile *ir.Value, carried []*ir.Value) []*ir.Value {
 			return body(t0, b.Cast(tile, ir.F32).Named("xf"), carried)
 		})
-}
-
-// groupedTile loads the tile of x whose first row is t0 in the program's
-// column block, rows outside [lo, hi) masked; ahead: t0 may be past hi
-// (the addresses stay within [0, hi)).
-func groupedTile(b *ir.Builder, c *Call, x, lo, hi, k, t0 *ir.Value, ahead bool) *ir.Value {
-	rows, rmask := groupedRows(b, c, t0, lo, hi)
-	if ahead {
-		rows = rowsWithin(b, rows, hi)
-	}
-	cols := groupedCols(b, c)
-	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-	mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-	return b.Load(b.PtrAdd(x, offs), mask, nil)
 }
 
 // groupedRows are a tile's rows from its first, and the mask of those in
@@ -224,13 +213,7 @@ func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
 // [lo, hi) and column block into a [BLOCK_T, BLOCK_K] accumulator.
 func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool) *ir.Value {
-	return groupedAmaxFrom(b, c, x, lo, hi, k, byRows, 0, b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part"))
-}
-
-// groupedAmaxFrom is groupedAmaxRows past the program's first skip tiles,
-// from the accumulator acc0.
-func groupedAmaxFrom(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, skip int, acc0 *ir.Value) *ir.Value {
-	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, skip, []*ir.Value{acc0},
+	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
 		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
 			return []*ir.Value{b.Max(acc[0], b.Abs(xf))}
 		})
@@ -266,28 +249,22 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
-	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false, 0)
+	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(groupedPID(b, c, axisSplit), 0)))
 }
 
 // groupedCastRows casts the program's tiles of its group's rows [lo, hi)
 // and column block by the columns' scales and stores them transposed.
-func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value, byRows bool, skip int) {
-	groupTilesOfX(b, c, x, lo, hi, k, byRows, skip, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
-		groupedCastTile(b, c, qt, lo, hi, t, k, scale, t0, xf)
+func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value, byRows bool) {
+	groupTilesOfX(b, c, x, lo, hi, k, byRows, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
+		q := b.Cast(b.Mul(xf, b.Row(scale)), ir.FP8(c.Format)).Named("q")
+		rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
+		cols2 := groupedCols(b, c)
+		offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
+		maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
+		b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
 		return nil
 	})
-}
-
-// groupedCastTile casts the tile xf (f32) whose first row is t0 by the
-// columns' scales and stores it transposed, rows outside [lo, hi) not.
-func groupedCastTile(b *ir.Builder, c *Call, qt, lo, hi, t, k, scale, t0, xf *ir.Value) {
-	q := b.Cast(b.Mul(xf, b.Row(scale)), ir.FP8(c.Format)).Named("q")
-	rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
-	cols2 := groupedCols(b, c)
-	offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
-	maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
-	b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
 }
 
 // groupedFusedKernel is both kernels in one (FUSED=1): the program of
@@ -295,10 +272,7 @@ func groupedCastTile(b *ir.Builder, c *Call, qt, lo, hi, t, k, scale, t0, xf *ir
 // and then for the cast. Its second read finds them in L2 where the
 // strips of the programs running at once fit there (short groups): one
 // launch, no atomics, about the copy's bytes from memory. Long groups are
-// the two-pass kernels' (the tune decides). With STASH = n the program's
-// first n tiles are loaded at once, before the loop, and kept as loaded
-// for the cast: rows in them are read once, and n tiles' loads are in
-// flight together.
+// the two-pass kernels' (the tune decides).
 func groupedFusedKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	offsets := b.Param("offsets", ir.I32)
@@ -310,26 +284,12 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	g := groupedPID(b, c, axisGroup)
 	lo, hi, bad := groupRows(b, c, offsets, t, ne)
 	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
-	bt, stash := c.Knob("BLOCK_T"), c.Knob("STASH")
-	start, _ := groupTileStart(b, c, lo, false)
-	var firsts, kept []*ir.Value
-	acc := b.Full(ir.F32, 0, bt, c.Knob("BLOCK_K")).Named("amax_part")
-	for i := range stash {
-		t0 := b.MultipleOf(b.Add(start, i*bt), bt).Named("t_kept")
-		firsts, kept = append(firsts, t0), append(kept, groupedTile(b, c, x, lo, hi, k, t0, true).Named("x_kept"))
-	}
-	for _, tile := range kept {
-		acc = b.Max(acc, b.Abs(b.Cast(tile, ir.F32)))
-	}
-	amax := b.Reduce(groupedAmaxFrom(b, c, x, lo, hi, k, false, stash, acc), 0, ir.RMax).Named("amax")
+	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
 	cols := groupedCols(b, c)
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
-	for i, tile := range kept {
-		groupedCastTile(b, c, qt, lo, hi, t, k, scale, firsts[i], b.Cast(tile, ir.F32).Named("xf"))
-	}
-	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false, stash)
+	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
 }
 
@@ -417,7 +377,7 @@ func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
 	b.For(g0, g1, 1, nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		glo, ghi, _ := groupRowsOf(b, offsets, t, ne, g)
 		scale, _ := scaleOfGroup(g)
-		groupedCastRows(b, c, x, qt, b.Max(glo, r0), b.Min(ghi, r1), t, k, scale, true, 0)
+		groupedCastRows(b, c, x, qt, b.Max(glo, r0), b.Min(ghi, r1), t, k, scale, true)
 		return nil
 	})
 	// Every group's inv_scale, empty ones too (which no range meets): each

@@ -52,10 +52,6 @@ func TestGroupedOffsetsPatterns(t *testing.T) {
 		{"BLOCK_T": 16, "BLOCK_K": 64, "WARPS": 2, "SPLIT": 8},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0, "PREFETCH": 0},
-		// The fused kernel's first tiles kept: groups within them, past
-		// them, one-row groups and tile edges ±1 (the patterns).
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0, "STASH": 2},
-		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0, "PREFETCH": 0, "STASH": 4},
 		// By rows: ranges of one tile and of several, more ranges than
 		// tiles, and one range for every row.
 		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 64, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
