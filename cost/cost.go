@@ -18,7 +18,8 @@
 //     tensor that several of the kernel's own loops read (a fused
 //     kernel's two passes) is read again from L2 when the programs
 //     running at once hold no more than half of L2 of it, else from
-//     memory each time.
+//     memory each time; a loop whose loads are of data read once
+//     (MemAttr.EvictFirst) reads rows no other loop does.
 //   - inflight_k: the bytes a thread has loading at once from memory: the
 //     global loads of its hottest block (the loop body, or the kernel's
 //     body, with the most bytes of such loads), counting only streamed tensors
@@ -232,11 +233,13 @@ func accesses(f *ir.Func) (loads, stores map[string]bool) {
 }
 
 // rereads is, for each tensor, how many of the kernel's outermost loops
-// load it (the fused kernels read their data twice).
+// load it (the fused kernels read their data twice). Loads of data read
+// once (MemAttr.EvictFirst) do not count: their loop reads rows that no
+// other reads.
 func rereads(f *ir.Func) map[string]int {
 	loops := map[string]map[*ir.Value]bool{}
 	f.Walk(func(v *ir.Value) {
-		if v.Op != ir.OpLoad {
+		if v.Op != ir.OpLoad || v.Mem().EvictFirst {
 			return
 		}
 		b := base(v.Ptr())

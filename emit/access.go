@@ -190,10 +190,10 @@ func (e *emitter) load(v *ir.Value) {
 			e.line("{")
 			e.ind += "  "
 			if always(m) {
-				e.line("const %s w = *(const %s*)(%s);", vecType(vb), vecType(vb), e.top(p, r))
+				e.line("const %s w = %s;", vecType(vb), e.vecRead(v, vb, e.top(p, r)))
 			} else {
 				e.line("%s w = %s;", vecType(vb), e.packOther(o, r, v.Type.DType, vb))
-				e.line("if (%s) w = *(const %s*)(%s);", e.top(m, r), vecType(vb), e.top(p, r))
+				e.line("if (%s) w = %s;", e.top(m, r), e.vecRead(v, vb, e.top(p, r)))
 			}
 			for j := 0; j < vec; j++ {
 				e.line("%s = %s;", e.dst(v, reg(r, j)), unpack(v.Type.DType, vb, j))
@@ -209,7 +209,7 @@ func (e *emitter) load(v *ir.Value) {
 			conds = []string{e.top(m, r)}
 		}
 		read := func() {
-			e.line("const %s w = *(const %s*)(%s);", vecType(vb), vecType(vb), e.top(p, r))
+			e.line("const %s w = %s;", vecType(vb), e.vecRead(v, vb, e.top(p, r)))
 			for j := 0; j < vec; j++ {
 				e.line("%s = %s;", e.dst(v, reg(r, j)), unpack(v.Type.DType, vb, j))
 			}
@@ -239,6 +239,21 @@ func (e *emitter) load(v *ir.Value) {
 		e.ind = e.ind[2:]
 		e.line("}")
 	})
+}
+
+// vecRead is the read of a vector of vb bytes at ptr for load v: with
+// EvictFirst on NVIDIA, through the L2 policy that lets its lines go
+// first (vectors of 4 bytes or more; narrower ones read plainly).
+func (e *emitter) vecRead(v *ir.Value, vb int, ptr string) string {
+	if !v.Mem().EvictFirst || e.t.Vendor != target.NVIDIA || vb < 4 {
+		return fmt.Sprintf("*(const %s*)(%s)", vecType(vb), ptr)
+	}
+	e.evictFirst = true
+	nc := "_nc"
+	if e.written[root(v.Ptr())] {
+		nc = ""
+	}
+	return fmt.Sprintf("fp8g_ld_evict_first%d%s(%s, fp8g_evict_first)", vb, nc, ptr)
 }
 
 func (e *emitter) store(v *ir.Value) {

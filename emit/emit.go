@@ -110,7 +110,8 @@ type emitter struct {
 	body    strings.Builder
 	ind     string
 	names   map[*ir.Value]string
-	taken   map[string]int
+	taken   map[string]int  // names made from each base so far
+	used    map[string]bool // every name given, so that "h" + 2 is not a parameter's "h2"
 	inline  map[*ir.Value]bool
 	uses    map[*ir.Value]int
 	written map[*ir.Value]bool // pointer arguments some store writes through
@@ -120,6 +121,7 @@ type emitter struct {
 	// r, by initializer.
 	tables     map[string]string
 	tableDecls []string
+	evictFirst bool // a load reads under the evict-first policy (vecRead)
 	// helpers are device functions the body needs (atomics), by name.
 	helpers map[string]string
 	// printed records each value the source shows, as a statement or
@@ -145,10 +147,10 @@ func Printed(f *ir.Func) ([]*ir.Value, error) {
 }
 
 func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
-	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, inline: map[*ir.Value]bool{},
+	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, used: map[string]bool{}, inline: map[*ir.Value]bool{},
 		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{}}
 	for _, r := range []string{"tid", "lds", "r", "rv", "w", "k", "h", "j", "off"} { // the loops' own names
-		e.taken[r] = 1
+		e.taken[r], e.used[r] = 1, true
 	}
 	return e
 }
@@ -264,6 +266,9 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	for _, t := range e.tableDecls {
 		sb.WriteString("  " + t + "\n")
 	}
+	if e.evictFirst {
+		sb.WriteString("  const unsigned long long fp8g_evict_first = fp8g_evict_first_policy();\n")
+	}
 	sb.WriteString(e.body.String())
 	sb.WriteString("}\n")
 	return k, sb.String(), nil
@@ -378,11 +383,16 @@ func (e *emitter) name(v *ir.Value) string {
 			}
 		}
 	}
-	n := base
-	if c := e.taken[base]; c > 0 || base == "t" || base == "m" {
+	n, c := base, e.taken[base]
+	if c > 0 || base == "t" || base == "m" {
 		n = fmt.Sprintf("%s%d", base, c)
 	}
-	e.taken[base]++
+	for e.used[n] {
+		c++
+		n = fmt.Sprintf("%s%d", base, c)
+	}
+	e.taken[base] = c + 1
+	e.used[n] = true
 	e.names[v] = n
 	return n
 }

@@ -80,6 +80,43 @@ FP8G_FN int fp8g_f32_to_i32(float f) {
 		}
 		fns = append(fns, helperFn{"fp8g_from_" + f.Name, decoder(f)})
 	}
+	if t.Vendor == target.NVIDIA {
+		fns = append(fns, evictFirstFns()...)
+	}
+	return fns
+}
+
+// evictFirstFns are the loads of MemAttr.EvictFirst on NVIDIA: an L2
+// policy that marks the lines they read first to leave, and loads of 4,
+// 8 and 16 bytes under it, read-only (ld.global.nc) where the kernel
+// writes nothing through the pointer ("_nc"), else ordered with the
+// kernel's other accesses.
+func evictFirstFns() []helperFn {
+	fns := []helperFn{{"fp8g_evict_first_policy", `// An L2 policy: the lines a load under it reads are the first to leave.
+FP8G_FN unsigned long long fp8g_evict_first_policy() {
+  unsigned long long p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+`}}
+	for _, nc := range []bool{true, false} {
+		suffix, ld, vol, clobber := "", "ld.global.L2::cache_hint", "asm volatile", ` : "memory"`
+		if nc {
+			suffix, ld, vol, clobber = "_nc", "ld.global.nc.L2::cache_hint", "asm", ""
+		}
+		for _, w := range []struct {
+			bytes       int
+			typ, v, out string
+		}{
+			{16, "uint4", ".v4.u32 {%0, %1, %2, %3}, [%4], %5", `"=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "l"(a), "l"(p)`},
+			{8, "uint2", ".v2.u32 {%0, %1}, [%2], %3", `"=r"(w.x), "=r"(w.y) : "l"(a), "l"(p)`},
+			{4, "uint32_t", ".u32 %0, [%1], %2", `"=r"(w) : "l"(a), "l"(p)`},
+		} {
+			name := fmt.Sprintf("fp8g_ld_evict_first%d%s", w.bytes, suffix)
+			fns = append(fns, helperFn{name, fmt.Sprintf("FP8G_FN %s %s(const void* a, unsigned long long p) {\n  %s w;\n  %s(\"%s%s;\" : %s%s);\n  return w;\n}\n",
+				w.typ, name, w.typ, vol, ld, w.v, w.out, clobber)})
+		}
+	}
 	return fns
 }
 

@@ -34,6 +34,8 @@ static inline uint32_t __float_as_uint(float x) { uint32_t u; memcpy(&u, &x, 4);
 static inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
 static inline float __uint_as_float(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+struct uint2 { uint32_t x, y; };
+struct uint4 { uint32_t x, y, z, w; };
 `
 
 // scalarFn is one function of the prelude on one f32 input pair (a, b),

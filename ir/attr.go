@@ -44,11 +44,15 @@ type AssumeAttr struct{ Div, Contig int }
 // first), and, with Uniform, one mask bit standing for the vector; with
 // Ends, the mask holds on one interval of each vector (or nowhere), so
 // that its first and last bits tell whether it holds on the whole vector.
+// EvictFirst marks a global load whose data the op reads no more: its
+// lines are the first the L2 lets go, so that what is read again stays
+// (NVIDIA's L2::evict_first policy; a plain load elsewhere).
 type MemAttr struct {
-	Vec     int
-	Stride  int
-	Uniform bool
-	Ends    bool
+	Vec        int
+	Stride     int
+	Uniform    bool
+	Ends       bool
+	EvictFirst bool
 }
 
 // RegStride is the register distance between a vector's elements.
@@ -128,10 +132,17 @@ func (a AssumeAttr) attrString() string {
 }
 
 func (a *MemAttr) attrString() string {
-	if a.Vec <= 1 {
-		return ""
+	s := ""
+	if a.EvictFirst {
+		s = "evict_first"
 	}
-	s := fmt.Sprintf("vec=%d", a.Vec)
+	if a.Vec <= 1 {
+		return s
+	}
+	if s != "" {
+		s += " "
+	}
+	s += fmt.Sprintf("vec=%d", a.Vec)
 	if a.Stride > 1 {
 		s += fmt.Sprintf(" stride=%d", a.Stride)
 	}

@@ -433,6 +433,17 @@ func (b *Builder) Load(p, mask *Value, other any) *Value {
 	return b.val(OpLoad, Tile(p.Type.DType.Elem(), p.Type.Shape...), &MemAttr{Vec: 1}, p, b.mask(mask, p), o)
 }
 
+// LoadOnce is Load for data the op reads no more after this: the target
+// may let its lines leave the cache first (MemAttr.EvictFirst), so that
+// data read again stays.
+func (b *Builder) LoadOnce(p, mask *Value, other any) *Value {
+	v := b.Load(p, mask, other)
+	if m, ok := v.Attr.(*MemAttr); ok {
+		m.EvictFirst = true
+	}
+	return v
+}
+
 // Store writes x to p where mask holds (nil: everywhere).
 func (b *Builder) Store(p *Value, x any, mask *Value) {
 	if p.Type.DType.K != KPtr {

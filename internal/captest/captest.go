@@ -305,6 +305,68 @@ var Cases = []Case{
 		},
 	},
 	{
+		// Loads of data read once (MemAttr.EvictFirst: on NVIDIA under
+		// an L2 evict-first policy): 16-byte vectors of f32 from a tensor
+		// only read and from one written in place; bf16 at offsets known
+		// to be multiples of 4 and of 2 only (8- and 4-byte vectors).
+		Name: "loads read once", Warps: 2, Div: map[string]int{"s4": 4, "s2": 2},
+		Build: func(b *ir.Builder) {
+			x, y := b.Param("x", ir.F32), b.Param("y", ir.F32)
+			z := b.Param("z", ir.F32)
+			h, h4, h2 := b.Param("h", ir.BF16), b.Param("h4", ir.F32), b.Param("h2", ir.F32)
+			n, s4, s2 := b.Size("n"), b.Size("s4"), b.Size("s2")
+			offs := b.Add(b.Mul(b.ProgramID(0), 256), b.Arange(256))
+			m := b.Lt(offs, n)
+			b.Store(b.PtrAdd(y, offs), b.Add(b.LoadOnce(b.PtrAdd(x, offs), m, nil), 1), m)
+			b.Store(b.PtrAdd(z, offs), b.Mul(b.LoadOnce(b.PtrAdd(z, offs), m, nil), 2), m)
+			b.Store(b.PtrAdd(h4, offs), b.Cast(b.LoadOnce(b.PtrAdd(h, b.Add(offs, s4)), m, nil), ir.F32), m)
+			b.Store(b.PtrAdd(h2, offs), b.Cast(b.LoadOnce(b.PtrAdd(h, b.Add(offs, s2)), m, nil), ir.F32), m)
+		},
+		Inputs: func(r *rand.Rand) ([3]int, []any) {
+			const n = 1000
+			x, z, h := make([]float32, n), make([]float32, n), make([]byte, 2*(n+4))
+			for i := range x {
+				x[i], z[i] = float32(r.NormFloat64()), float32(i)*0.25-7 // z from i: written in place, Want recomputes it
+			}
+			for i := 0; i < n+4; i++ {
+				binary.LittleEndian.PutUint16(h[2*i:], uint16(math.Float32bits(float32(r.NormFloat64()))>>16))
+			}
+			return [3]int{4, 1, 1}, []any{F32s(x), make([]byte, 4*n), F32s(z), h, make([]byte, 4*n), make([]byte, 4*n), n, 4, 2}
+		},
+		Want: func(t testing.TB, args []any) {
+			x, y, z, h := args[0].([]byte), args[1].([]byte), args[2].([]byte), args[3].([]byte)
+			bf := func(i int) float32 { return math.Float32frombits(uint32(binary.LittleEndian.Uint16(h[2*i:])) << 16) }
+			for i := 0; i < args[6].(int); i++ {
+				if got, want := GetF32(y, i), GetF32(x, i)+1; got != want {
+					t.Fatalf("y[%d] = %v, want %v", i, got, want)
+				}
+				if got, want := GetF32(z, i), (float32(i)*0.25-7)*2; got != want {
+					t.Fatalf("z[%d] = %v, want %v", i, got, want)
+				}
+				if got, want := GetF32(args[4].([]byte), i), bf(i+4); got != want {
+					t.Fatalf("h4[%d] = %v, want %v", i, got, want)
+				}
+				if got, want := GetF32(args[5].([]byte), i), bf(i+2); got != want {
+					t.Fatalf("h2[%d] = %v, want %v", i, got, want)
+				}
+			}
+		},
+		Lowered: func(t testing.TB, f *ir.Func) {
+			n := 0
+			f.Walk(func(v *ir.Value) {
+				if v.Op == ir.OpLoad {
+					n++
+					if !v.Mem().EvictFirst {
+						t.Errorf("%s: the load lost EvictFirst in lowering", v.LongString())
+					}
+				}
+			})
+			if n != 4 {
+				t.Errorf("%d loads; want 4", n)
+			}
+		},
+	},
+	{
 		// An if region: programs past the last tile of their jagged group
 		// do nothing (their output cells keep the sentinel), and a barrier
 		// inside the region (the reduction's) is safe, the condition being

@@ -1,0 +1,55 @@
+package emit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/internal/captest"
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// Loads of data read once go through the evict-first policy on NVIDIA,
+// read-only (.nc) where nothing writes through the pointer and ordered
+// where the kernel writes it in place, and are plain loads on AMD.
+func TestEvictFirstLoads(t *testing.T) {
+	var c captest.Case
+	for _, k := range captest.All() {
+		if k.Name == "loads read once" {
+			c = k
+		}
+	}
+	if c.Build == nil {
+		t.Fatal(`no capability case "loads read once"`)
+	}
+	for _, name := range []string{"sm_90", "gfx942"} {
+		tg, err := target.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := Emit(c.Lower(t, tg), "loads read once")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := k.Source
+		if tg.Vendor == target.AMD {
+			if strings.Contains(src, "evict") {
+				t.Errorf("%s: an evict-first load on AMD:\n%s", name, src)
+			}
+			continue
+		}
+		for _, want := range []string{
+			"const unsigned long long fp8g_evict_first = fp8g_evict_first_policy();",
+			"fp8g_ld_evict_first16_nc(x + ",
+			"fp8g_ld_evict_first16(z",
+			"fp8g_ld_evict_first8_nc(h",
+			"fp8g_ld_evict_first4_nc(h",
+			"createpolicy.fractional.L2::evict_first.b64",
+			"ld.global.nc.L2::cache_hint.v4.u32",
+			"ld.global.L2::cache_hint.v4.u32",
+		} {
+			if !strings.Contains(src, want) {
+				t.Errorf("%s: no %q in:\n%s", name, want, src)
+			}
+		}
+	}
+}
