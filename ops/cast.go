@@ -63,7 +63,12 @@ var castTests = Tests{
 // two tiles and one down M, without and with the next tile prefetched.
 var colTests = func() Tests {
 	t := castTests
-	t.Schedules = []schedule.Params{{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 0}, {"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 1}}
+	t.Schedules = []schedule.Params{{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 0, "KEEP": 8}, {"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 1, "KEEP": 8},
+		// The amax's rows above the kept band read once, the cut inside a
+		// program's tiles (and, at KEEP=0, before every row), the cast
+		// from the bottom band.
+		{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 0, "KEEP": 3}, {"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "PREFETCH": 1, "KEEP": 3},
+		{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "PREFETCH": 1, "KEEP": 0}}
 	return t
 }()
 
@@ -275,7 +280,7 @@ var Colwise = register(&Op{
 	},
 	Kernels: []*Kernel{
 		{Name: "colwise_amax", Build: colAmaxKernel, Grid: [3]expr.Expr{e("SPLIT"), e("cdiv(K, BLOCK_K)"), e("1")}},
-		{Name: "colwise_cast", Build: colCastKernel, Grid: colGrid},
+		{Name: "colwise_cast", Build: colCastKernel, Grid: colCastGrid},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
@@ -283,10 +288,12 @@ var Colwise = register(&Op{
 		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "SPLIT", Doc: "amax programs per column block, each taking every SPLIT-th tile down M (those past the last tile only add an amax of 0)", Domain: schedule.Pow2("1", "65535")},
 		prefetchKnob,
+		{Name: "KEEP", Doc: "the bottom KEEP eighths of x's rows, which the amax reads last with the cache's usual priority while it reads the rest as data read once (first to leave L2; NVIDIA), are where the cast starts, along the rows, so that it finds them in L2; 8: no priorities, the cast down each column block in turn", Domain: schedule.Range("0", "8")},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_M * BLOCK_K"),
 		{Cond: e("cdiv(K, BLOCK_K) <= 65535"), Why: "grid axis 1 (column blocks) holds at most 65535 programs"},
+		{Cond: e("KEEP == 8 || cdiv(M, BLOCK_M) <= 65535"), Why: "with KEEP < 8 the cast's grid axis 1 (row blocks) holds at most 65535 programs"},
 	},
 	Candidates: colCandidates(),
 	Ceiling:    twoPass,
@@ -297,7 +304,9 @@ var Colwise = register(&Op{
 	Goldens: []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}},
 		// f32 in: 4 columns and 8 rows a lane, the transposing write's
 		// words in two rounds.
-		{Name: "f32_rounds", Options: Options{"in": "f32"}, Schedule: schedule.Params{"BLOCK_M": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "PREFETCH": 0}}},
+		{Name: "f32_rounds", Options: Options{"in": "f32"}, Schedule: schedule.Params{"BLOCK_M": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "PREFETCH": 0, "KEEP": 8}},
+		// The amax's first rows read once, the cast from the bottom band.
+		{Name: "keep", Schedule: schedule.Params{"BLOCK_M": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "PREFETCH": 1, "KEEP": 2}}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		// One group of every row: the grouped reference's column blocks.
 		m, k := c.Size("M"), c.Size("K")
@@ -331,17 +340,28 @@ var Colwise = register(&Op{
 // 105.0 at 16384×4096, 86.9 against 94.3 at 4096×14336 (2026-12-01).
 // 64 × 64 in 4 waves first, which won the tune at the three bench shapes
 // (1.10-1.12× as fast as 128 × 64 in 8); the amax's next tile prefetched
-// (0.1-2% faster at the bench shapes), and last 64 × 64 without.
+// (0.1-2% faster at the bench shapes), and 64 × 64 without. Where the L2
+// is large (16 MiB or more) the amax reads the first three quarters of x
+// once (KEEP=2) and the cast starts at the last band: on the H200
+// (2026-12-02) 5.3–5.9% faster at the three bench shapes than the same
+// tiles without (93.5 / 93.5 / 83.0 against 98.7 / 99.4 / 88.1 µs); the
+// last two candidates are the other way, with and without the prefetch.
+// (32 × 32, 30% slower than 64 × 64 there, is out.)
 func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
-	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")})
+	keep, other := Assign{"KEEP", e("L2 >= 16777216 ? 2 : 8")}, Assign{"KEEP", e("L2 >= 16777216 ? 8 : 2")}
+	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")}, keep)[:3]
 	out[0], out[1] = out[1], out[0]
 	for _, perCU := range []string{"2", "8"} {
-		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split(perCU), Assign{"PREFETCH", e("1")})[1])
+		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split(perCU), Assign{"PREFETCH", e("1")}, keep)[1])
 	}
-	return append(out, columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("0")})[1])
+	out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("0")}, keep)[1])
+	for _, prefetch := range []string{"1", "0"} {
+		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e(prefetch)}, other)[1])
+	}
+	return out
 }
 
 // columnTiles are the tiles of the ops with one scale per column (colwise,
@@ -361,7 +381,10 @@ func columnTiles(rows, cols string, more ...Assign) []Candidate {
 // whose amax loops over tiles.
 var prefetchKnob = schedule.Knob{Name: "PREFETCH", Doc: "1: the amax loop (in the expert's fused kernel, its amax loop only) loads its next tile before taking this one's max (twice the registers for x), so that a warp has two tiles' loads in flight; 0: one", Domain: schedule.Bool()}
 
-var colGrid = [3]expr.Expr{e("cdiv(M, BLOCK_M)"), e("cdiv(K, BLOCK_K)"), e("1")}
+
+// colCastGrid: down each column block in turn, or (KEEP < 8) along the
+// rows first.
+var colCastGrid = [3]expr.Expr{e("KEEP < 8 ? cdiv(K, BLOCK_K) : cdiv(M, BLOCK_M)"), e("KEEP < 8 ? cdiv(M, BLOCK_M) : cdiv(K, BLOCK_K)"), e("1")}
 
 // refColumnGroup scales columns [j0, j1) of rows [lo, hi) of x (k
 // columns a row), row by row (column by column, strided, the benchmark

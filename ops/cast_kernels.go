@@ -124,10 +124,10 @@ func tensorCastKernel(b *ir.Builder, c *Call) {
 }
 
 // colTile loads the [BLOCK_M, BLOCK_K] tile of program (pid_m, pid_k) as f32.
-func colTile(b *ir.Builder, c *Call, x, m, k *ir.Value) *ir.Value {
+func colTile(b *ir.Builder, c *Call, x, m, k, pm, pk *ir.Value) *ir.Value {
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
-	rows := b.Add(b.Mul(b.ProgramID(0), bm), b.Arange(bm)).Named("rows")
-	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
+	rows := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
+	cols := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
 	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
 	mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
 	return loadF32(b, x, offs, mask)
@@ -168,26 +168,42 @@ func rowsWithin(b *ir.Builder, rows, end *ir.Value) *ir.Value {
 // row start every step rows, into a register accumulator of max |x| (each
 // thread its own elements: no exchange in the loop). With prefetch the
 // loop carries the next tile's load, issued before this tile's max.
-func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int, prefetch bool) *ir.Value {
-	load := func(r0 *ir.Value, ahead bool) *ir.Value {
-		rows := b.Add(r0, b.Arange(br)).Named("rows")
-		mrows := rows
-		if ahead {
-			rows = rowsWithin(b, rows, nrows)
+//
+// With cut (a multiple of br; nil: none) the rows above it are read once
+// (LoadOnce: first to leave L2) and those from it on plainly, in a second
+// loop, so that the L2 holds the last rows read for a kernel that reads
+// them next.
+func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int, prefetch bool, cut *ir.Value) *ir.Value {
+	loader := func(end *ir.Value, once bool) func(r0 *ir.Value, ahead bool) *ir.Value {
+		return func(r0 *ir.Value, ahead bool) *ir.Value {
+			rows := b.Add(r0, b.Arange(br)).Named("rows")
+			mrows := rows
+			if ahead {
+				rows = rowsWithin(b, rows, nrows)
+			}
+			at := b.Col(rows)
+			if base != nil {
+				at = b.Add(base, at)
+			}
+			offs := b.Add(b.Mul(at, ncols), b.Row(cols)).Named("offs")
+			mask := b.And(b.Col(b.Lt(mrows, end)), b.Row(b.Lt(cols, ncols))).Named("mask")
+			if once {
+				return b.LoadOnce(b.PtrAdd(x, offs), mask, nil)
+			}
+			return b.Load(b.PtrAdd(x, offs), mask, nil)
 		}
-		at := b.Col(rows)
-		if base != nil {
-			at = b.Add(base, at)
-		}
-		offs := b.Add(b.Mul(at, ncols), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(b.Lt(mrows, nrows)), b.Row(b.Lt(cols, ncols))).Named("mask")
-		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
-	acc := tileLoop(b, start, nrows, step, br, prefetch, load, []*ir.Value{b.Full(ir.F32, 0, br, bc).Named("amax_rows")},
-		func(_, tile *ir.Value, acc []*ir.Value) []*ir.Value {
-			return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(tile, ir.F32).Named("xf")))}
-		})
-	return acc[0]
+	body := func(_, tile *ir.Value, acc []*ir.Value) []*ir.Value {
+		return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(tile, ir.F32).Named("xf")))}
+	}
+	acc := b.Full(ir.F32, 0, br, bc).Named("amax_rows")
+	if cut != nil {
+		// The tiles above cut (masked at it: a tile loaded ahead past it
+		// reads nothing), then the program's first tile at or past it.
+		acc = tileLoop(b, start, cut, step, br, prefetch, loader(cut, true), []*ir.Value{acc}, body)[0]
+		start = b.Add(start, b.Mul(b.CDiv(b.Max(b.Sub(cut, start), 0), step), step)).Named("kept_start")
+	}
+	return tileLoop(b, start, nrows, step, br, prefetch, loader(nrows, false), []*ir.Value{acc}, body)[0]
 }
 
 // colAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column
@@ -201,7 +217,13 @@ func colAmaxKernel(b *ir.Builder, c *Call) {
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
 	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
 	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
-	part := b.Reduce(amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk, c.Knob("PREFETCH") == 1), 0, ir.RMax).Named("amax_part")
+	var cut *ir.Value
+	if keep := c.Knob("KEEP"); keep < 8 {
+		// The rows above the bottom KEEP eighths (in whole tiles) read
+		// once: the L2 keeps the last ones, which the cast reads first.
+		cut = b.Mul(b.Div(b.Sub(m, b.Mul(b.Div(m, 8), keep)), bm), bm).Named("cut") // no M·KEEP: it could pass the index width
+	}
+	part := b.Reduce(amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk, c.Knob("PREFETCH") == 1, cut), 0, ir.RMax).Named("amax_part")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
 }
@@ -214,13 +236,18 @@ func colCastKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
 	pm, pk := b.ProgramID(0), b.ProgramID(1)
+	if c.Knob("KEEP") < 8 {
+		// Along the rows first, from the bottom band: the rows the amax
+		// read last, which the L2 kept, first.
+		pk, pm = b.ProgramID(0), b.Sub(b.Sub(b.NumPrograms(1), 1), b.ProgramID(1)).Named("pm")
+	}
 	// Index tiles are built apart for each access, so that each takes the
 	// layout its access wants and only the data goes through LDS.
 	colsOf := func() *ir.Value { return b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols") }
 	rowsOf := func() *ir.Value { return b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows") }
 	cols := colsOf()
 	scale := scaleOf(b, b.Load(b.PtrAdd(amax, cols), b.Lt(cols, k), nil).Named("amax"), c)
-	q := b.Cast(b.Mul(colTile(b, c, x, m, k), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	q := b.Cast(b.Mul(colTile(b, c, x, m, k, pm, pk), b.Row(scale)), ir.FP8(c.Format)).Named("q")
 	rows, cols2 := rowsOf(), colsOf()
 	offs := b.Add(b.Mul(b.Col(cols2), m), b.Row(rows)).Named("offs_t")
 	mask := b.And(b.Col(b.Lt(cols2, k)), b.Row(b.Lt(rows, m))).Named("mask_t")

@@ -25,7 +25,7 @@ func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, m
 // expertAmaxRows is the loop of the tiles of column block cols of w[ex]
 // from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
 func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
-	return amaxDown(b, w, b.Mul(ex, k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"), c.Knob("PREFETCH") == 1)
+	return amaxDown(b, w, b.Mul(ex, k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"), c.Knob("PREFETCH") == 1, nil)
 }
 
 // expertAmaxKernel: program (pn, ps, e) takes every SPLIT-th tile of

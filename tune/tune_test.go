@@ -40,7 +40,7 @@ func TestSaveLoad(t *testing.T) {
 	}
 	e := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 8})
 	c.Put(e)
-	c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "PREFETCH": 0, "SPLIT": 32, "WARPS": 8}))
+	c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "KEEP": 8, "PREFETCH": 0, "SPLIT": 32, "WARPS": 8}))
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSaveKeepsWhatItCannotUse(t *testing.T) {
 	for _, bad := range []string{`{"fp8gen_tune": 1, "entries": [`, `{"fp8gen_tune": 2, "entries": []}`} {
 		os.WriteFile(path, []byte(bad), 0o644)
 		_, err := Update(path, func(c *Cache) {
-			c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "PREFETCH": 0, "SPLIT": 32, "WARPS": 8}))
+			c.Put(entry("colwise_cast", map[string]int{"BLOCK_K": 64, "BLOCK_M": 128, "KEEP": 8, "PREFETCH": 0, "SPLIT": 32, "WARPS": 8}))
 		})
 		if err == nil || !strings.Contains(err.Error(), "not overwriting it") {
 			t.Errorf("an update over %q: %v", bad, err)
