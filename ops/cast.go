@@ -381,7 +381,6 @@ func columnTiles(rows, cols string, more ...Assign) []Candidate {
 // whose amax loops over tiles.
 var prefetchKnob = schedule.Knob{Name: "PREFETCH", Doc: "1: the amax loop (in the expert's fused kernel, its amax loop only) loads its next tile before taking this one's max (twice the registers for x), so that a warp has two tiles' loads in flight; 0: one", Domain: schedule.Bool()}
 
-
 // colCastGrid: down each column block in turn, or (KEEP < 8) along the
 // rows first.
 var colCastGrid = [3]expr.Expr{e("KEEP < 8 ? cdiv(K, BLOCK_K) : cdiv(M, BLOCK_M)"), e("KEEP < 8 ? cdiv(M, BLOCK_M) : cdiv(K, BLOCK_K)"), e("1")}
