@@ -341,8 +341,9 @@ var Colwise = register(&Op{
 // 64 × 64 in 4 waves first, which won the tune at the three bench shapes
 // (1.10-1.12× as fast as 128 × 64 in 8); the amax's next tile prefetched
 // (0.1-2% faster at the bench shapes), and 64 × 64 without. Where the L2
-// is large (16 MiB or more) the amax reads the first three quarters of x
-// once (KEEP=2) and the cast starts at the last band: on the H200
+// is large (16 MiB or more) but x is larger still (where it fits, the
+// cast finds it all there anyway) the amax reads the first three quarters
+// of x once (KEEP=2) and the cast starts at the last band: on the H200
 // (2026-12-02) 5.3–5.9% faster at the three bench shapes than the same
 // tiles without (93.5 / 93.5 / 83.0 against 98.7 / 99.4 / 88.1 µs); the
 // last two candidates are the other way, with and without the prefetch.
@@ -351,7 +352,7 @@ func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
-	keep, other := Assign{"KEEP", e("L2 >= 16777216 ? 2 : 8")}, Assign{"KEEP", e("L2 >= 16777216 ? 8 : 2")}
+	keep, other := Assign{"KEEP", e("L2 >= 16777216 && 2 * M * K > L2 ? 2 : 8")}, Assign{"KEEP", e("L2 >= 16777216 && 2 * M * K > L2 ? 8 : 2")}
 	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")}, keep)[:3]
 	out[0], out[1] = out[1], out[0]
 	for _, perCU := range []string{"2", "8"} {
