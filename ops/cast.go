@@ -352,7 +352,8 @@ func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
-	keep, other := Assign{"KEEP", e("L2 >= 16777216 && 2 * M * K > L2 ? 2 : 8")}, Assign{"KEEP", e("L2 >= 16777216 && 2 * M * K > L2 ? 8 : 2")}
+	const bigX = "L2 >= 16777216 && 2 * M * K > L2"
+	keep, other := Assign{"KEEP", e(bigX + " ? 2 : 8")}, Assign{"KEEP", e(bigX + " ? 8 : 2")}
 	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")}, keep)[:3]
 	out[0], out[1] = out[1], out[0]
 	for _, perCU := range []string{"2", "8"} {
