@@ -311,8 +311,9 @@ var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORD
 // enough programs a group to fill the GPU about 32 blocks a CU over when
 // the groups are few (but not more than an average group has tiles), 64 ×
 // 64 in 4 waves first; then 128 × 64 at 16 a CU; the fused kernel (172.6
-// µs at E=64, against 184.3 two-pass); by rows, about 4 blocks a CU of
-// equal ranges of rows (125.9 µs at T=32768, against 148.8 with 16 a CU).
+// µs at E=64, against 184.3 two-pass); by rows, about 4 or 8 blocks a CU
+// of equal ranges of rows (125.9 µs at T=32768, against 148.8 with 16 a
+// CU).
 func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
@@ -325,11 +326,15 @@ func groupedCandidates() []Candidate {
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
 		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}})
 	}
-	// By rows: about 4 blocks a CU of equal ranges of rows.
-	ranges := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K)))))")}
-	for _, c := range columnTiles("BLOCK_T", "BLOCK_K", ranges, Assign{"FUSED", e("0")}, Assign{"BY_ROWS", e("1")}, Assign{"BLOCK_E", e("pow2ceil(E)")}, Assign{"ORDER", e("0")}, Assign{"PREFETCH", e("1")})[:2] {
-		out = append(out, c)
+	// By rows: equal ranges of rows, 128 × 64 in 8 waves about 4 blocks a
+	// CU, 64 × 64 in 4 waves about 8 (the same lanes a CU: 114.9 against
+	// 126.2 µs at 4 a CU, T=32768, 2026-12-03).
+	ranges := func(perCU string) Assign {
+		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
+	byRows := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("1")}, {"BLOCK_E", e("pow2ceil(E)")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}}
+	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("4")}, byRows...)...)[0])
+	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("8")}, byRows...)...)[1])
 	return out
 }
 

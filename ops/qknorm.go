@@ -149,12 +149,17 @@ var qkConstraints = []schedule.Constraint{
 // The untuned default holds 512 / WAVE elements a lane (16 on wave32, 8
 // on wave64, as the backward's): 16 a lane in 4 waves won the tune at
 // all three benchmark shapes on the H200 (2026-12-01), 1.38–1.44× as
-// fast as the 8 a lane of the old default.
+// fast as the 8 a lane of the old default; the same in blocks of 2 waves
+// was 0.8–1.2% faster again (2026-12-03: same registers and threads a SM,
+// smaller blocks to place and retire), in 1 wave 5–7% slower; in 8 waves
+// 32% slower, not a candidate. To keep eight, 8 a lane in 8 waves and 8
+// a lane with the early loads, the slowest of every tune, are out. (The
+// backward in 2-wave blocks ran 1.3–1.5× slower: its candidates stay.)
 func qkCandidates() []Candidate {
 	var out []Candidate
 	for _, c := range []struct{ per, warps, rows, early string }{
-		{"(512 / WAVE)", "4", "1", "0"}, {"8", "4", "1", "0"}, {"8", "4", "1", "1"}, {"8", "4", "2", "0"},
-		{"16", "4", "1", "0"}, {"16", "4", "1", "1"}, {"32", "4", "1", "0"}, {"8", "8", "1", "0"}, {"8", "4", "2", "1"},
+		{"(512 / WAVE)", "4", "1", "0"}, {"16", "2", "1", "0"}, {"16", "1", "1", "0"}, {"8", "4", "1", "0"}, {"8", "4", "2", "0"},
+		{"16", "4", "1", "0"}, {"16", "4", "1", "1"}, {"32", "4", "1", "0"}, {"8", "4", "2", "1"},
 	} {
 		lanes := "min(WAVE, D / " + c.per + ")"
 		out = append(out, Candidate{
