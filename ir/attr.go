@@ -46,13 +46,18 @@ type AssumeAttr struct{ Div, Contig int }
 // that its first and last bits tell whether it holds on the whole vector.
 // EvictFirst marks a global load whose data the op reads no more: its
 // lines are the first the L2 lets go, so that what is read again stays
-// (NVIDIA's L2::evict_first policy; a plain load elsewhere).
+// (NVIDIA's L2::evict_first policy; a plain load elsewhere). Spread
+// marks a 1-D load that takes one element a lane over the whole block
+// instead of the layout of the tiles it is broadcast into, for a vector
+// worked on before it is broadcast: its work is then not repeated in
+// every lane that holds a copy, and it reaches the broadcast through LDS.
 type MemAttr struct {
 	Vec        int
 	Stride     int
 	Uniform    bool
 	Ends       bool
 	EvictFirst bool
+	Spread     bool
 }
 
 // RegStride is the register distance between a vector's elements.
@@ -135,6 +140,12 @@ func (a *MemAttr) attrString() string {
 	s := ""
 	if a.EvictFirst {
 		s = "evict_first"
+	}
+	if a.Spread {
+		if s != "" {
+			s += " "
+		}
+		s += "spread"
 	}
 	if a.Vec <= 1 {
 		return s

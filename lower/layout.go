@@ -125,6 +125,8 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 		}
 		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps, cfg.Lanes, max(rows[p], 1))
 	}
+	// A spread load's 1-D tile: one element a lane, lanes then waves.
+	spread := ir.Blocked([]int{1}, []int{wave}, []int{cfg.Warps}, []int{0})
 	set := func(v *ir.Value, l *ir.Layout) bool {
 		if v.Type.Rank() == 0 || v.Type.Layout != nil || l == nil {
 			return false
@@ -142,7 +144,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	for changed := true; changed; {
 		changed = false
 		for _, v := range all {
-			if l := forward(v, anchorOf); l != nil {
+			if l := forward(v, anchorOf, spread); l != nil {
 				changed = set(v, l) || changed
 			}
 		}
@@ -203,12 +205,15 @@ func derived(v *ir.Value) bool {
 }
 
 // forward is the layout v takes from its operands, or nil.
-func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout) *ir.Layout {
+func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread *ir.Layout) *ir.Layout {
 	if v.Type.Rank() == 0 {
 		return nil
 	}
 	switch v.Op {
 	case ir.OpLoad:
+		if m, ok := v.Attr.(*ir.MemAttr); ok && m.Spread {
+			return spread
+		}
 		return anchorOf(v.Ptr(), v.Type.DType)
 	case ir.OpAtomic:
 		return v.Ptr().Type.Layout // its old values come back where it accesses memory

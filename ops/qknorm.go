@@ -116,6 +116,11 @@ func byOrder(name, dtype string, role Role, doc string, rest ...string) []Arg {
 	return out
 }
 
+// qkTokenShape has 32 head rows a token (HKV · (HQ/HKV + 2)), the
+// default tile's rows on wave32 and wave64: its golden tiles each hold
+// one token's heads.
+var qkTokenShape = Shape{"B": 1, "S": 64, "HQ": 16, "HKV": 8, "D": 64}
+
 var qkSizeRules = []schedule.Constraint{
 	{Cond: e("D == 64 || D == 128"), Why: "D (head_dim) must be 64 or 128"},
 	{Cond: e("HQ % HKV == 0"), Why: "HQ must be a multiple of HKV (query heads share KV heads in groups)"},
@@ -222,7 +227,9 @@ func qkTests(options []Options) Tests {
 			{"B": 2, "S": 5, "HQ": 2, "HKV": 1, "D": 128},
 			{"B": 3, "S": 7, "HQ": 8, "HKV": 2, "D": 64},
 		},
-		GPU:     []Shape{{"B": 2, "S": 333, "HQ": 32, "HKV": 4, "D": 128}, {"B": 1, "S": 1001, "HQ": 64, "HKV": 8, "D": 64}},
+		// The last two: a token's heads fill whole default tiles, whose
+		// angles under theta are worked once a token.
+		GPU:     []Shape{{"B": 2, "S": 333, "HQ": 32, "HKV": 4, "D": 128}, {"B": 1, "S": 1001, "HQ": 64, "HKV": 8, "D": 64}, {"B": 2, "S": 129, "HQ": 16, "HKV": 8, "D": 128}, qkTokenShape},
 		Options: options,
 		Odd:     Shape{"B": 2, "S": 5, "HQ": 4, "HKV": 2, "D": 64},
 		Wide:    Shape{"B": 8, "S": 32768, "HQ": 64, "HKV": 8, "D": 128},
@@ -289,6 +296,9 @@ var QKNormRope = qkOp(Op{
 		{Name: "sbhd_gptj", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "round_norm": "true"}},
 		{Name: "d64", Shape: Shape{"B": 4, "S": 256, "HQ": 64, "HKV": 8, "D": 64}},
 		{Name: "theta", Options: Options{"angles": "theta"}},
+		// 32 head rows a token, as many as a tile: the angles worked
+		// once a token and broadcast through LDS.
+		{Name: "theta_token", Options: Options{"angles": "theta"}, Shape: qkTokenShape},
 	},
 	Expected: qkForward,
 })
@@ -321,6 +331,7 @@ var QKNormRopeBwd = qkOp(Op{
 	Goldens: []Variant{
 		{Name: "sbhd_gptj_f32", Options: Options{"order": "sbhd", "rope": "gptj", "weight": "f32", "dx": "f32"}},
 		{Name: "theta", Options: Options{"angles": "theta"}},
+		{Name: "theta_token", Options: Options{"angles": "theta"}, Shape: qkTokenShape},
 	},
 	Expected: qkBackward,
 })

@@ -18,6 +18,8 @@ type qkRows struct {
 	tok, g, j        *ir.Value // token row, KV group, place in the group
 	isQ, isK, isV    *ir.Value // [ROWS]
 	pos              *ir.Value // the token's position s, for the tables
+	r0, heads        *ir.Value // the tile's first head row; head rows a token
+	posOf            func(tok *ir.Value) *ir.Value
 	d                *ir.Value // [D]
 	offs             *ir.Value // [ROWS, D] into qkv
 	qOffs, kvOffs    *ir.Value // [ROWS, D] into q and into k, v
@@ -46,6 +48,7 @@ func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	var t qkRows
 	t.hq, t.hkv = hq, hkv
 	nh := b.Add(hq, b.Mul(hkv, 2)).Named("heads")
+	t.r0, t.heads = r0, nh
 	t.grp = b.Div(hq, hkv).Named("group")
 	t.r = b.Add(r0, b.Arange(nr)).Named("hrow")
 	t.ok = b.Lt(t.r, b.Mul(b.Mul(bs, s), nh)).Named("row_ok")
@@ -56,11 +59,13 @@ func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	t.isQ = b.And(t.ok, b.Lt(t.j, t.grp)).Named("is_q")
 	t.isK = b.And(t.ok, b.Eq(t.j, t.grp)).Named("is_k")
 	t.isV = b.And(t.ok, b.Eq(t.j, b.Add(t.grp, 1))).Named("is_v")
-	if c.Opt("order") == "bshd" {
-		t.pos = b.Rem(t.tok, s).Named("pos") // row = b·S + s
-	} else {
-		t.pos = b.Div(t.tok, bs).Named("pos") // row = s·B + b
+	t.posOf = func(tok *ir.Value) *ir.Value {
+		if c.Opt("order") == "bshd" {
+			return b.Rem(tok, s) // row = b·S + s
+		}
+		return b.Div(tok, bs) // row = s·B + b
 	}
+	t.pos = t.posOf(t.tok).Named("pos")
 	t.d = b.Arange(hd).Named("d")
 	t.offs = b.Add(b.Mul(b.Col(t.r), hd), b.Row(t.d)).Named("offs")
 	qh := b.Add(b.Mul(t.tok, hq), b.Add(b.Mul(t.g, t.grp), t.j))
@@ -103,11 +108,26 @@ func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
 func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 	hd := c.Knob("HEAD_D")
 	if p.invFreq != nil {
-		pair := b.Rem(t.d, hd/2) // rotate-half: d pairs with d ± D/2
-		if c.Opt("rope") == "gptj" {
-			pair = b.Div(t.d, 2)
+		pairOf := func(d *ir.Value) *ir.Value {
+			if c.Opt("rope") == "gptj" {
+				return b.Div(d, 2)
+			}
+			return b.Rem(d, hd/2) // rotate-half: d pairs with d ± D/2
 		}
-		f := b.Load(b.PtrAdd(p.invFreq, pair), nil, nil).Named("inv_freq")
+		if nh, nr := c.Knob("KV_HEADS")*(c.Knob("GROUP")+2), c.Knob("ROWS"); nh%nr == 0 {
+			// Tiles start at multiples of ROWS, which divides a token's
+			// head rows: every row of the tile is a head of one token. Its
+			// D angles are worked one element a lane, once, and broadcast
+			// to the rows through LDS, not worked again in each row (the
+			// polynomials cost the H200's forward 3.7× the tables' time
+			// when every row worked them, 2026-12-03). (Tiles over two
+			// tokens could do the same for both; not yet run on a GPU.)
+			f := b.LoadSpread(b.PtrAdd(p.invFreq, pairOf(b.Arange(hd))), nil, nil).Named("inv_freq")
+			pos := b.Cast(b.Cast(t.posOf(b.Div(t.r0, t.heads)), ir.I32), ir.F32).Named("pos_f")
+			sn, cs = sincos(b, b.Mul(pos, f).Named("angle"))
+			return b.BroadcastTo(b.Row(cs), nr, hd), b.BroadcastTo(b.Row(sn), nr, hd)
+		}
+		f := b.Load(b.PtrAdd(p.invFreq, pairOf(t.d)), nil, nil).Named("inv_freq")
 		pos := b.Cast(b.Cast(t.pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
 		sn, cs = sincos(b, b.Mul(b.Col(pos), b.Row(f)).Named("angle"))
 		return cs, sn

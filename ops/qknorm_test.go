@@ -457,3 +457,46 @@ func TestBigInputsAndChunkedCheck(t *testing.T) {
 		t.Errorf("three bad elements in three chunks: %v", err)
 	}
 }
+
+// With angles=theta, a tile whose rows are all heads of one token (ROWS
+// divides the heads a token) works its D angles once, one element a lane
+// (a spread load of inv_freq, broadcast through LDS), and every other
+// tile each row's own; both ways exact against the reference, both
+// pairings, forward and backward, wave32 and wave64.
+func TestQKThetaOnceAToken(t *testing.T) {
+	for _, tname := range []string{"sm_90", "gfx942"} {
+		tg, _ := target.Lookup(tname)
+		for _, group := range []int{2, 3} { // 8 and 10 head rows a token
+			sh := Shape{"B": 2, "S": 5, "HQ": 2 * group, "HKV": 2, "D": 64}
+			heads := 2 * (group + 2)
+			for _, op := range []*Op{QKNormRope, QKNormRopeBwd} {
+				for _, rows := range []int{2, 4, 8, 16} {
+					for _, rope := range []string{"neox", "gptj"} {
+						s := schedule.Params{"WARPS": 2, "LANES": 4, "ROWS": rows, "EARLY_LOADS": 0, "HEAD_D": 64, "KV_HEADS": 2, "GROUP": group}
+						if op == QKNormRopeBwd {
+							s["PER_CU"] = 1
+						}
+						p, err := op.NewPlan(tg, sh, Options{"angles": "theta", "rope": rope}, s)
+						if err != nil {
+							t.Fatal(err)
+						}
+						spread := false
+						p.Steps[0].Func.Walk(func(v *ir.Value) {
+							if m, ok := v.Attr.(*ir.MemAttr); ok && v.Op == ir.OpLoad && m.Spread {
+								spread = true
+								if v.Type.Regs != 1 { // 64 angles over 64 or 128 lanes
+									t.Errorf("%s %s ROWS=%d: the spread load holds %d elements a lane; want 1", tname, op.Name, rows, v.Type.Regs)
+								}
+							}
+						})
+						if want := heads%rows == 0; spread != want {
+							t.Errorf("%s %s %d heads a token, ROWS=%d: a spread load %v; want %v", tname, op.Name, heads, rows, spread, want)
+						}
+						in := Inputs(p.Call, uint64(rows), true)
+						check(t, p.Call, in, runInterp(t, p, in))
+					}
+				}
+			}
+		}
+	}
+}

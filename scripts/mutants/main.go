@@ -476,6 +476,22 @@ var mutants = []mutant{
 		tests:  "ToolVersionKeptOnDisk",
 		reason: "the --version memo ignores the environment hipcc reads (one ROCm's answer given for another)",
 	},
+	{
+		file:   "lower/layout.go",
+		old:    "if m, ok := v.Attr.(*ir.MemAttr); ok && m.Spread {",
+		new:    "if m, ok := v.Attr.(*ir.MemAttr); ok && m.Spread && false {",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestQKThetaOnceAToken$",
+		reason: "a spread load takes the layout of the tiles it is broadcast into (theta's angles worked in every lane again)",
+	},
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    "t.posOf(b.Div(t.r0, t.heads))",
+		new:    "t.posOf(b.Div(b.Add(t.r0, t.heads), t.heads))",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestQKThetaOnceAToken$",
+		reason: "theta's once-a-token angles take the next token's position",
+	},
 }
 
 func main() {
