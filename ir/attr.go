@@ -47,10 +47,12 @@ type AssumeAttr struct{ Div, Contig int }
 // EvictFirst marks a global load whose data the op reads no more: its
 // lines are the first the L2 lets go, so that what is read again stays
 // (NVIDIA's L2::evict_first policy; a plain load elsewhere). Spread
-// marks a 1-D load that takes one element a lane over the whole block
-// instead of the layout of the tiles it is broadcast into, for a vector
-// worked on before it is broadcast: its work is then not repeated in
-// every lane that holds a copy, and it reaches the broadcast through LDS.
+// marks a 1-D load whose elements go over the block's lanes in order (one
+// a lane where they are as many, several where more, repeated where
+// fewer) instead of taking the layout of the tiles it is broadcast into,
+// for a vector worked on before it is broadcast: its work is then not
+// repeated in every lane of a row of the tile, and it reaches the
+// broadcast through LDS.
 type MemAttr struct {
 	Vec        int
 	Stride     int

@@ -444,10 +444,10 @@ func (b *Builder) LoadOnce(p, mask *Value, other any) *Value {
 	return v
 }
 
-// LoadSpread is Load of a 1-D tile held one element a lane over the whole
-// block (MemAttr.Spread), for a vector that is worked on before it is
-// broadcast into a 2-D tile: the work is done once an element, not in
-// every lane that holds a copy of it, and the broadcast goes through LDS.
+// LoadSpread is Load of a 1-D tile whose elements go over the block's
+// lanes in order (MemAttr.Spread), for a vector that is worked on before
+// it is broadcast into a 2-D tile: the work is then not repeated in every
+// lane of the tile's rows, and the broadcast goes through LDS.
 func (b *Builder) LoadSpread(p, mask *Value, other any) *Value {
 	if p.Type.Rank() != 1 {
 		return b.fail("spread load of a %d-D tile: want a 1-D one", p.Type.Rank())

@@ -90,7 +90,8 @@ func isAccess(v *ir.Value) bool {
 }
 
 // assignLayout gives every tile a layout. Loads take the anchor layout of
-// their pointers; layouts flow forward from loads through the data path
+// their pointers (a spread load its elements over the block's lanes in
+// order: MemAttr.Spread); layouts flow forward from loads through the data path
 // (reductions slice, expand_dims and broadcasts keep the base, trans
 // transposes); a store keeps its value's layout when that is coalesced along
 // the pointer's contiguous axis, and takes its anchor otherwise; index
@@ -110,7 +111,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	narrowest := map[string]int{}
 	key := func(p *ir.Value) string { return fmt.Sprint(p.Type.Shape, info[p].contigAxis()) }
 	f.Walk(func(v *ir.Value) {
-		if v.Op == ir.OpLoad && v.Type.Rank() > 0 {
+		if v.Op == ir.OpLoad && v.Type.Rank() > 0 && !v.Mem().Spread { // a spread load takes no anchor
 			k, b := key(v.Ptr()), max(v.Type.DType.Bytes(), 1)
 			if n, ok := narrowest[k]; !ok || b < n {
 				narrowest[k] = b
@@ -194,7 +195,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 
 // derived reports whether v's layout follows from its operand's alone, so
 // that users never choose it: a reduction's is the slice of its operand's,
-// a load's its pointer's anchor, an atomic's its pointer's, a loop
+// a load's its pointer's anchor (or the spread layout), an atomic's its pointer's, a loop
 // result's the layout its value is carried in.
 func derived(v *ir.Value) bool {
 	switch v.Op {

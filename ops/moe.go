@@ -311,9 +311,9 @@ var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORD
 // enough programs a group to fill the GPU about 32 blocks a CU over when
 // the groups are few (but not more than an average group has tiles), 64 ×
 // 64 in 4 waves first; then 128 × 64 at 16 a CU; the fused kernel (172.6
-// µs at E=64, against 184.3 two-pass); by rows, about 4 or 8 blocks a CU
-// of equal ranges of rows (125.9 µs at T=32768, against 148.8 with 16 a
-// CU).
+// µs at E=64, against 184.3 two-pass); by rows, equal ranges of rows
+// (125.9 µs at T=32768 at 4 blocks a CU, against 148.8 with 16 a CU;
+// 64 × 64 at 8 a CU 114.9 there, 2026-12-03).
 func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}

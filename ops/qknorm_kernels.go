@@ -14,15 +14,15 @@ import (
 
 // qkRows is what every QK-norm kernel knows of its tile of head rows.
 type qkRows struct {
-	r, ok            *ir.Value // head-row indices [ROWS] and r < rows
-	tok, g, j        *ir.Value // token row, KV group, place in the group
-	isQ, isK, isV    *ir.Value // [ROWS]
-	pos              *ir.Value // the token's position s, for the tables
-	r0, heads        *ir.Value // the tile's first head row; head rows a token
-	posOf            func(tok *ir.Value) *ir.Value
-	d                *ir.Value // [D]
-	offs             *ir.Value // [ROWS, D] into qkv
-	qOffs, kvOffs    *ir.Value // [ROWS, D] into q and into k, v
+	r, ok            *ir.Value                     // head-row indices [ROWS] and r < rows
+	tok, g, j        *ir.Value                     // token row, KV group, place in the group
+	isQ, isK, isV    *ir.Value                     // [ROWS]
+	pos              *ir.Value                     // the token's position s, for the tables
+	r0, heads        *ir.Value                     // the tile's first head row; head rows a token
+	posOf            func(tok *ir.Value) *ir.Value // a token row's position s (bshd: tok % S; sbhd: tok / B)
+	d                *ir.Value                     // [D]
+	offs             *ir.Value                     // [ROWS, D] into qkv
+	qOffs, kvOffs    *ir.Value                     // [ROWS, D] into q and into k, v
 	hd, hq, hkv, grp *ir.Value
 }
 
@@ -42,6 +42,8 @@ func (z qkSizes) rows(b *ir.Builder) *ir.Value {
 	return b.Mul(b.Mul(z.bs, z.s), b.Add(z.hq, b.Mul(z.hkv, 2)))
 }
 
+// qkTile is the tile of ROWS head rows from r0, which must be a multiple
+// of ROWS: the theta angles count on it (tables).
 func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	bs, s, hq, hkv := z.bs, z.s, z.hq, z.hkv
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")

@@ -462,7 +462,8 @@ func TestBigInputsAndChunkedCheck(t *testing.T) {
 // divides the heads a token) works its D angles once, one element a lane
 // (a spread load of inv_freq, broadcast through LDS), and every other
 // tile each row's own; both ways exact against the reference, both
-// pairings, forward and backward, wave32 and wave64.
+// pairings and token orders, forward and backward (its loop over many
+// tiles too), wave32 and wave64.
 func TestQKThetaOnceAToken(t *testing.T) {
 	for _, tname := range []string{"sm_90", "gfx942"} {
 		tg, _ := target.Lookup(tname)
@@ -471,12 +472,13 @@ func TestQKThetaOnceAToken(t *testing.T) {
 			heads := 2 * (group + 2)
 			for _, op := range []*Op{QKNormRope, QKNormRopeBwd} {
 				for _, rows := range []int{2, 4, 8, 16} {
-					for _, rope := range []string{"neox", "gptj"} {
+					for _, o := range []Options{{"rope": "neox", "order": "bshd"}, {"rope": "gptj", "order": "sbhd"}} {
 						s := schedule.Params{"WARPS": 2, "LANES": 4, "ROWS": rows, "EARLY_LOADS": 0, "HEAD_D": 64, "KV_HEADS": 2, "GROUP": group}
 						if op == QKNormRopeBwd {
 							s["PER_CU"] = 1
 						}
-						p, err := op.NewPlan(tg, sh, Options{"angles": "theta", "rope": rope}, s)
+						o["angles"] = "theta"
+						p, err := op.NewPlan(tg, sh, o, s)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -499,4 +501,18 @@ func TestQKThetaOnceAToken(t *testing.T) {
 			}
 		}
 	}
+	// The backward's persistent loop, many tiles a program: each trip's
+	// token from its own first row.
+	tg, _ := target.Lookup("sm_90")
+	sh := Shape{"B": 2, "S": 120, "HQ": 4, "HKV": 2, "D": 64}
+	s := schedule.Params{"WARPS": 2, "LANES": 4, "ROWS": 4, "EARLY_LOADS": 0, "HEAD_D": 64, "KV_HEADS": 2, "GROUP": 2, "PER_CU": 1}
+	p, err := QKNormRopeBwd.NewPlan(tg, sh, Options{"angles": "theta", "order": "sbhd"}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tiles := 2 * 120 * 8 / 4; tiles < 3*p.Steps[0].Grid[0] {
+		t.Fatalf("%d tiles over %d programs; want several trips each", tiles, p.Steps[0].Grid[0])
+	}
+	in := Inputs(p.Call, 11, false)
+	check(t, p.Call, in, runInterp(t, p, in))
 }
