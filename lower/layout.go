@@ -91,9 +91,9 @@ func isAccess(v *ir.Value) bool {
 
 // assignLayout gives every tile a layout. Loads take the anchor layout of
 // their pointers (a spread load its elements over the block's lanes in
-// order: MemAttr.Spread); layouts flow forward from loads through the data path
-// (reductions slice, expand_dims and broadcasts keep the base, trans
-// transposes); a store keeps its value's layout when that is coalesced along
+// order: MemAttr.Spread); layouts flow forward from loads through the
+// data path (reductions slice, expand_dims and broadcasts keep the base,
+// trans transposes); a store keeps its value's layout when that is coalesced along
 // the pointer's contiguous axis, and takes its anchor otherwise; index
 // computations then take, backward, the layouts their users need; what is
 // left gets a default. Where an operand's layout differs from what its user
@@ -195,8 +195,8 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 
 // derived reports whether v's layout follows from its operand's alone, so
 // that users never choose it: a reduction's is the slice of its operand's,
-// a load's its pointer's anchor (or the spread layout), an atomic's its pointer's, a loop
-// result's the layout its value is carried in.
+// a load's its pointer's anchor (or the spread layout), an atomic's its
+// pointer's, a loop result's the layout its value is carried in.
 func derived(v *ir.Value) bool {
 	switch v.Op {
 	case ir.OpReduce, ir.OpLoad, ir.OpAtomic, ir.OpForResult:
