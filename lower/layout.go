@@ -212,7 +212,7 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread 
 	}
 	switch v.Op {
 	case ir.OpLoad:
-		if m, ok := v.Attr.(*ir.MemAttr); ok && m.Spread {
+		if v.Mem().Spread {
 			return spread
 		}
 		return anchorOf(v.Ptr(), v.Type.DType)

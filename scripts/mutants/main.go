@@ -478,8 +478,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "lower/layout.go",
-		old:    "if m, ok := v.Attr.(*ir.MemAttr); ok && m.Spread {",
-		new:    "if m, ok := v.Attr.(*ir.MemAttr); ok && m.Spread && false {",
+		old:    "if v.Mem().Spread {",
+		new:    "if v.Mem().Spread && false {",
 		pkgs:   []string{"./ops"},
 		tests:  "^TestQKThetaOnceAToken$",
 		reason: "a spread load takes the layout of the tiles it is broadcast into (theta's angles worked in every lane again)",
