@@ -136,7 +136,7 @@ gpu:
 		echo "$(GO) test -c -ldflags=-s -o .gpu/$$name.test ./$$rel"; \
 		$(GO) test -c -ldflags=-s -o ".gpu/$$name.test" "./$$rel" || exit 1; \
 	done
-	@if [ -d cmd/fp8gen ]; then echo "$(GO) build -ldflags=-s -o .gpu/fp8gen ./cmd/fp8gen"; $(GO) build -ldflags=-s -o .gpu/fp8gen ./cmd/fp8gen; fi
+	@for c in fp8gen fp8gen-plot; do if [ -d cmd/$$c ]; then echo "$(GO) build -ldflags=-s -o .gpu/$$c ./cmd/$$c"; $(GO) build -ldflags=-s -o .gpu/$$c ./cmd/$$c || exit 1; fi; done
 
 golden:
 	$(GO) test ./golden -update

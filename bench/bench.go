@@ -23,8 +23,9 @@
 //
 // Every measurement is a [Row]; rows from Go and from peers.py share one
 // JSON form ([ReadJSON], [WriteJSON]), so the two sets can be concatenated
-// and reported together with [Table] (a markdown table) and [Plot] (a PNG
-// bar chart).
+// and reported together with [Table] (a markdown table); package chart
+// draws them as a PNG bar chart (in its own binary, fp8gen-plot, so that
+// the plotting library's fonts are not loaded at every fp8gen start).
 //
 // # Peers
 //
@@ -148,35 +149,36 @@ func Median(durations []float64) float64 {
 // key identifies one op on one shape.
 type key struct{ op, shape string }
 
-// group is the rows of one op and shape, by implementation.
-type group struct {
-	key
-	impl map[string]Row
+// Group is the rows of one op and shape, by implementation (ImplFP8Gen, …).
+type Group struct {
+	Op, Shape string
+	Impl      map[string]Row
 }
 
-// groups gathers rows by op and shape, in the order in which each op and
+// Groups gathers rows by op and shape, in the order in which each op and
 // shape first appears. Where one op, shape and implementation has several
 // rows, the last one counts.
-func groups(rows []Row) []*group {
-	var gs []*group
-	index := map[key]*group{}
+func Groups(rows []Row) []*Group {
+	var gs []*Group
+	index := map[key]*Group{}
 	for _, r := range rows {
 		k := key{r.Op, r.Shape}
 		g := index[k]
 		if g == nil {
-			g = &group{key: k, impl: map[string]Row{}}
+			g = &Group{Op: r.Op, Shape: r.Shape, Impl: map[string]Row{}}
 			index[k] = g
 			gs = append(gs, g)
 		}
-		g.impl[r.Impl] = r
+		g.Impl[r.Impl] = r
 	}
 	return gs
 }
 
-// ok reports whether r is a successful measurement.
-func ok(r Row, found bool) bool {
-	return found && r.Error == "" && r.TimeUS > 0
-}
+// Measured reports whether r is a successful measurement.
+func (r Row) Measured() bool { return r.Error == "" && r.TimeUS > 0 }
+
+// ok reports whether r was found and is a successful measurement.
+func ok(r Row, found bool) bool { return found && r.Measured() }
 
 // FillPctCopy sets PctCopy of every successful row that lacks it from the
 // copy row of the same op and shape, such as fp8gen's rows timed from Go
@@ -213,13 +215,13 @@ func Table(rows []Row) string {
 		rule += "--:|--:|"
 	}
 	b.WriteString("\n" + rule + "\n")
-	for _, g := range groups(rows) {
-		f, fok := g.impl[ImplFP8Gen]
-		e, eok := g.impl[ImplEager]
-		c, cok := g.impl[ImplCompiled]
-		a, aok := g.impl[ImplAutotune]
+	for _, g := range Groups(rows) {
+		f, fok := g.Impl[ImplFP8Gen]
+		e, eok := g.Impl[ImplEager]
+		c, cok := g.Impl[ImplCompiled]
+		a, aok := g.Impl[ImplAutotune]
 		cols := []string{
-			g.op, g.shape,
+			g.Op, g.Shape,
 			cell(f, fok, f.TimeUS, "%.1f"),
 			cell(f, fok, f.GBPerS, "%.0f"),
 			cell(f, fok && f.PctCopy > 0, f.PctCopy, "%.1f"),
@@ -232,7 +234,7 @@ func Table(rows []Row) string {
 			speedup(f, fok, a, aok),
 		}
 		if sweep {
-			sb, sok := g.impl[ImplSweepBest]
+			sb, sok := g.Impl[ImplSweepBest]
 			slower := "—"
 			if ok(f, fok) && ok(sb, sok) {
 				slower = fmt.Sprintf("%+.1f%%", 100*(f.TimeUS/sb.TimeUS-1))

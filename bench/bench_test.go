@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"image/png"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -110,28 +109,6 @@ func TestFillPctCopy(t *testing.T) {
 	}
 	if rows[7].PctCopy != 0 {
 		t.Errorf("PctCopy without a copy row = %v, want 0", rows[7].PctCopy)
-	}
-}
-
-func TestPlot(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bench.png")
-	if err := Plot(sample(), path); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("not a PNG: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
-		t.Errorf("image is only %v", b)
-	}
-	if err := Plot(nil, path); err == nil {
-		t.Error("Plot of no rows should fail")
 	}
 }
 

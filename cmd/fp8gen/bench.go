@@ -50,13 +50,14 @@ func parseShapeText(op *ops.Op, s string) (ops.Shape, error) {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE …] [--out DIR] [--peers auto|off]", stderr)
+	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE …] [--out DIR] [--peers auto|off] [--plot auto|off]", stderr)
 	opList := fs.String("ops", strings.Join(ops.Names(), ","), "ops to time")
 	shapes := fs.String("shapes", "", "shapes for every op, sizes joined by x: MxK,… (default: each op's realistic set)")
 	var optFlag kvFlag
 	fs.Var(&optFlag, "opt", "set an option of every op: NAME=VALUE (repeatable; layout=nk): fp8gen and the peers both run with it; an op without it is an error")
 	outDir := fs.String("out", "bench/results", "folder for the JSON rows, the table and the plot")
 	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
+	plotMode := fs.String("plot", "auto", "draw the PNG chart with fp8gen-plot: auto (where it is beside fp8gen or on PATH), on, off")
 	python := fs.String("python", "python3", "python with torch for the peers")
 	warm := fs.Int("warm", 20, "untimed launches first")
 	iters := fs.Int("iters", 200, "timed launches, each after a 256 MB write that flushes L2 (as triton's do_bench times the peers); the median is reported")
@@ -68,6 +69,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if *peers != "auto" && *peers != "on" && *peers != "off" {
 		return usagef("--peers %q: want auto, on or off", *peers)
+	}
+	if *plotMode != "auto" && *plotMode != "on" && *plotMode != "off" {
+		return usagef("--plot %q: want auto, on or off", *plotMode)
 	}
 	if *warm < 0 || *iters < 1 {
 		return usagef("--warm %d --iters %d: want warm ≥ 0 and iters ≥ 1", *warm, *iters)
@@ -221,11 +225,57 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err := atomicfile.WriteFile(base+".md", []byte(fmt.Sprintf("# fp8gen bench, %s, %s\n\n%s", gpu, date, table))); err != nil {
 		return err
 	}
-	if err := bench.Plot(rows, base+".png"); err != nil {
+	wrote := "json,md"
+	if drawn, err := drawPlot(*plotMode, base, stderr); err != nil {
 		return err
+	} else if drawn {
+		wrote += ",png"
 	}
-	fmt.Fprintf(stdout, "%s\nwrote %s.{json,md,png}\n", table, base)
+	fmt.Fprintf(stdout, "%s\nwrote %s.{%s}\n", table, base, wrote)
 	return nil
+}
+
+// plotProgram is the program that draws bench's chart (cmd/fp8gen-plot).
+const plotProgram = "fp8gen-plot"
+
+// drawPlot runs fp8gen-plot on the rows at base.json to draw base.png.
+// Mode auto draws where the program is found, beside this one or on PATH,
+// and says in one line where it is not; on fails without it; off draws
+// nothing. The chart is a program of its own so that fp8gen's every start
+// does not load the plotting library's fonts.
+func drawPlot(mode, base string, stderr io.Writer) (drawn bool, err error) {
+	if mode == "off" {
+		return false, nil
+	}
+	prog := ""
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), plotProgram); isExecutable(p) {
+			prog = p
+		}
+	}
+	if prog == "" {
+		prog, _ = exec.LookPath(plotProgram)
+	}
+	if prog == "" {
+		err := fmt.Errorf("no chart drawn: %s is neither beside fp8gen nor on PATH (go install github.com/fp8gen/fp8gen/cmd/%s, or go run ./cmd/%s %s.json)", plotProgram, plotProgram, plotProgram, base)
+		if mode == "on" {
+			return false, err
+		}
+		fmt.Fprintf(stderr, "fp8gen bench: %v\n", err)
+		return false, nil
+	}
+	cmd := exec.Command(prog, "-o", base+".png", base+".json")
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
+		return false, fmt.Errorf("%s: %w", prog, err)
+	}
+	return true, nil
+}
+
+// isExecutable reports whether path is a regular file someone may run.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 type job struct {

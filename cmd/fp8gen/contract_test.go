@@ -118,6 +118,7 @@ func TestBenchFlagsBeforeGPU(t *testing.T) {
 		{[]string{"bench", "--ops", "nosuch"}, `unknown op "nosuch"`},
 		{[]string{"bench", "--ops", "rowwise_cast", "--shapes", "12"}, `"12" is not MxK`},
 		{[]string{"bench", "--peers", "sometimes"}, `--peers "sometimes"`},
+		{[]string{"bench", "--plot", "sometimes"}, `--plot "sometimes"`},
 		{[]string{"bench", "--iters", "0"}, "iters ≥ 1"},
 		{[]string{"bench", "--ops", "rowwise_cast", "--opt", "layout=nk"}, "unknown option layout"},
 		{[]string{"bench", "--ops", "expert_colwise_cast", "--opt", "layout=kt"}, "want one of kn, nk"},

@@ -1,4 +1,11 @@
-package bench
+// Package chart draws bench rows as a PNG bar chart: for each op and shape
+// a group of bars, one an implementation, at the percentage of the
+// device copy's bandwidth that each reaches. It is apart from package
+// bench, and used by cmd/fp8gen-plot rather than by fp8gen itself, because
+// the plotting library parses its fonts when a program starts: linked
+// into fp8gen it was a fifth of every command's start (a tune's cache hit
+// among them).
+package chart
 
 import (
 	"fmt"
@@ -12,38 +19,40 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/fp8gen/fp8gen/bench"
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 )
 
 // plotImpls are the implementations Plot draws, in the order of the bars in
 // each group.
-var plotImpls = []string{ImplFP8Gen, ImplEager, ImplCompiled, ImplAutotune}
+var plotImpls = []string{bench.ImplFP8Gen, bench.ImplEager, bench.ImplCompiled, bench.ImplAutotune}
 
-// Plot draws a PNG bar chart of rows to path: for each op and shape a group
-// of bars, one for each of fp8gen, eager and compiled that has rows, whose
-// height is the percentage of the copy's bandwidth that it reaches (see
-// FillPctCopy). A dashed line marks the copy at 100%. Failed or missing
-// measurements are drawn as zero. The file is written atomically.
-func Plot(rows []Row, path string) error {
+// Write draws a PNG bar chart of rows to path: for each op and shape a
+// group of bars, one for each of fp8gen, eager, compiled and max-autotune
+// that has rows, whose height is the percentage of the copy's bandwidth
+// that it reaches (see bench.FillPctCopy). A dashed line marks the copy at
+// 100%. Failed or missing measurements are drawn as zero. The file is
+// written atomically.
+func Write(rows []bench.Row, path string) error {
 	rows = slices.Clone(rows)
-	FillPctCopy(rows)
-	gs := groups(rows)
+	bench.FillPctCopy(rows)
+	gs := bench.Groups(rows)
 	var labels []string
 	for _, g := range gs {
-		labels = append(labels, g.op+"\n"+g.shape)
+		labels = append(labels, g.Op+"\n"+g.Shape)
 	}
 	if len(gs) == 0 {
-		return fmt.Errorf("bench: no rows to plot")
+		return fmt.Errorf("chart: no rows to plot")
 	}
 
 	var present []string
 	for _, impl := range plotImpls {
-		if slices.ContainsFunc(rows, func(r Row) bool { return r.Impl == impl }) {
+		if slices.ContainsFunc(rows, func(r bench.Row) bool { return r.Impl == impl }) {
 			present = append(present, impl)
 		}
 	}
 	if len(present) == 0 {
-		return fmt.Errorf("bench: no fp8gen, eager or compiled rows to plot")
+		return fmt.Errorf("chart: no fp8gen or peer rows to plot")
 	}
 
 	p := plot.New()
@@ -62,7 +71,7 @@ func Plot(rows []Row, path string) error {
 	for i, impl := range present {
 		vals := make(plotter.Values, len(gs))
 		for j, g := range gs {
-			if r, found := g.impl[impl]; ok(r, found) {
+			if r, found := g.Impl[impl]; found && r.Measured() {
 				vals[j] = r.PctCopy
 			}
 		}
@@ -98,7 +107,7 @@ func Plot(rows []Row, path string) error {
 }
 
 // firstGPU returns the GPU named by the first row that names one.
-func firstGPU(rows []Row) string {
+func firstGPU(rows []bench.Row) string {
 	for _, r := range rows {
 		if r.GPU != "" {
 			return r.GPU
