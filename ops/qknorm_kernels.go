@@ -116,18 +116,29 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 			}
 			return b.Rem(d, hd/2) // rotate-half: d pairs with d ± D/2
 		}
-		if nh, nr := c.Knob("KV_HEADS")*(c.Knob("GROUP")+2), c.Knob("ROWS"); nh%nr == 0 {
-			// Tiles start at multiples of ROWS, which divides a token's
-			// head rows: every row of the tile is a head of one token. Its
-			// D angles are worked one element a lane, once, and broadcast
-			// to the rows through LDS, not worked again in each row (the
-			// polynomials cost the H200's forward 3.7× the tables' time
-			// when every row worked them, 2026-12-03). (Tiles over two
-			// tokens could do the same for both; not yet run on a GPU.)
+		if nh, nr := c.Knob("KV_HEADS")*(c.Knob("GROUP")+2), c.Knob("ROWS"); nr <= nh {
+			// A tile of ROWS ≤ a token's head rows holds heads of one
+			// token, or of two where ROWS does not divide them. Each
+			// token's D angles are worked one element a lane, once, and
+			// broadcast to the rows through LDS, not worked again in each
+			// row (the polynomials cost the H200's forward 3.7× the
+			// tables' time when every row worked them, 2026-12-03).
 			f := b.LoadSpread(b.PtrAdd(p.invFreq, pairOf(b.Arange(hd))), nil, nil).Named("inv_freq")
-			pos := b.Cast(b.Cast(t.posOf(b.Div(t.r0, t.heads)), ir.I32), ir.F32).Named("pos_f")
-			sn, cs = sincos(b, b.Mul(pos, f).Named("angle"))
-			return b.BroadcastTo(b.Row(cs), nr, hd), b.BroadcastTo(b.Row(sn), nr, hd)
+			first := b.Div(t.r0, t.heads).Named("tok0")
+			angles := func(tok *ir.Value) (cs, sn *ir.Value) {
+				pos := b.Cast(b.Cast(t.posOf(tok), ir.I32), ir.F32).Named("pos_f")
+				sn, cs = sincos(b, b.Mul(pos, f).Named("angle"))
+				return b.BroadcastTo(b.Row(cs), nr, hd), b.BroadcastTo(b.Row(sn), nr, hd)
+			}
+			cs, sn = angles(first)
+			if nh%nr != 0 {
+				// The next token's too (past the last token at the end:
+				// angles no row takes).
+				cs1, sn1 := angles(b.Add(first, 1))
+				next := b.Col(b.Ne(t.tok, first))
+				cs, sn = b.Where(next, cs1, cs), b.Where(next, sn1, sn)
+			}
+			return cs, sn
 		}
 		f := b.Load(b.PtrAdd(p.invFreq, pairOf(t.d)), nil, nil).Named("inv_freq")
 		pos := b.Cast(b.Cast(t.pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact

@@ -482,7 +482,7 @@ func TestQKThetaOnceAToken(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						spread := false
+						spread, angles := false, 0
 						p.Steps[0].Func.Walk(func(v *ir.Value) {
 							if m, ok := v.Attr.(*ir.MemAttr); ok && v.Op == ir.OpLoad && m.Spread {
 								spread = true
@@ -490,9 +490,22 @@ func TestQKThetaOnceAToken(t *testing.T) {
 									t.Errorf("%s %s ROWS=%d: the spread load holds %d elements a lane; want 1", tname, op.Name, rows, v.Type.Regs)
 								}
 							}
+							if v.Name == "angle" {
+								angles++
+								if v.Type.Regs != 1 && rows <= heads {
+									t.Errorf("%s %s ROWS=%d: a token's angles %d a lane; want 1", tname, op.Name, rows, v.Type.Regs)
+								}
+							}
 						})
-						if want := heads%rows == 0; spread != want {
-							t.Errorf("%s %s %d heads a token, ROWS=%d: a spread load %v; want %v", tname, op.Name, heads, rows, spread, want)
+						// A tile over one token works its angles once, over
+						// two (ROWS does not divide a token's heads) twice,
+						// over more every row's, as one value.
+						wantAngles := map[bool]int{true: 1, false: 2}[heads%rows == 0]
+						if rows > heads {
+							wantAngles = 1
+						}
+						if spread != (rows <= heads) || angles != wantAngles {
+							t.Errorf("%s %s %d heads a token, ROWS=%d: a spread load %v, %d angle values; want %v, %d", tname, op.Name, heads, rows, spread, angles, rows <= heads, wantAngles)
 						}
 						in := Inputs(p.Call, uint64(rows), true)
 						check(t, p.Call, in, runInterp(t, p, in))

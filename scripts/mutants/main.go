@@ -486,11 +486,19 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ops/qknorm_kernels.go",
-		old:    "t.posOf(b.Div(t.r0, t.heads))",
-		new:    "t.posOf(b.Div(b.Add(t.r0, t.heads), t.heads))",
+		old:    `first := b.Div(t.r0, t.heads).Named("tok0")`,
+		new:    `first := b.Div(b.Add(t.r0, t.heads), t.heads).Named("tok0")`,
 		pkgs:   []string{"./ops"},
 		tests:  "^TestQKThetaOnceAToken$",
 		reason: "theta's once-a-token angles take the next token's position",
+	},
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    "next := b.Col(b.Ne(t.tok, first))",
+		new:    "next := b.Col(b.Ne(t.tok, t.tok))",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestQKThetaOnceAToken$",
+		reason: "a theta tile over two tokens gives every row the first token's angles",
 	},
 }
 
