@@ -5,6 +5,7 @@ import (
 	"github.com/fp8gen/fp8gen/fp8"
 	"github.com/fp8gen/fp8gen/internal/refnum"
 	"github.com/fp8gen/fp8gen/schedule"
+	"sync"
 )
 
 // The casts' numerics, identical in the reference, the interpreter and
@@ -26,7 +27,19 @@ import (
 // Eps bounds amax from below so that a zero group gets a finite scale.
 const Eps = 1e-12
 
-var e = expr.MustParse
+// e parses an expression of an op description. Descriptions repeat many
+// ("1", "pow2ceil(K)", …), and every program that links the package parses
+// them at its start: each is parsed once (an Expr is immutable).
+func e(src string) expr.Expr {
+	if x, ok := parsed.Load(src); ok {
+		return x.(expr.Expr)
+	}
+	x := expr.MustParse(src)
+	parsed.Store(src, x)
+	return x
+}
+
+var parsed sync.Map // source → expr.Expr
 
 // castOptions are the choices every cast takes.
 var castOptions = []Option{
@@ -123,7 +136,7 @@ var Rowwise = register(&Op{
 		{Cond: e("PER_CU == 0 || M <= 2147483647 - 2 * PER_CU * CUS * ROWS"), Why: "the persistent loop (PER_CU > 0) steps PER_CU·CUS·ROWS rows past M: M must stay that far below 2^31 (take PER_CU=0)"},
 		tileLimit("ROWS * BLOCK_K"),
 	},
-	Candidates: rowwiseCandidates(),
+	Candidates: rowwiseCandidates,
 	Ceiling:    e("100"),
 	Example:    Shape{"M": 4096, "K": 4096},
 	Bench:      append(benchShapes[:4:4], Shape{"M": 65536, "K": 2048}),
@@ -223,7 +236,7 @@ var Tensorwise = register(&Op{
 		{Name: "BLOCK", Doc: "elements per tile of the persistent loop", Domain: schedule.Pow2("1", "65536")},
 	},
 	Constraints: []schedule.Constraint{tileLimit("BLOCK")},
-	Candidates:  flatCandidates(),
+	Candidates:  flatCandidates,
 	Ceiling:     twoPass,
 	Example:     Shape{"M": 4096, "K": 4096},
 	Bench:       benchShapes,
@@ -295,7 +308,7 @@ var Colwise = register(&Op{
 		{Cond: e("cdiv(K, BLOCK_K) <= 65535"), Why: "grid axis 1 (column blocks) holds at most 65535 programs"},
 		{Cond: e("KEEP == 8 || cdiv(M, BLOCK_M) <= 65535"), Why: "with KEEP < 8 the cast's grid axis 1 (row blocks) holds at most 65535 programs"},
 	},
-	Candidates: colCandidates(),
+	Candidates: colCandidates,
 	Ceiling:    twoPass,
 	Example:    Shape{"M": 4096, "K": 4096},
 	Bench:      []Shape{{"M": 8192, "K": 8192}, {"M": 16384, "K": 4096}, {"M": 4096, "K": 14336}},

@@ -28,7 +28,7 @@ var expertOp = &Op{
 	},
 	Kernels:    []*Kernel{{Name: "expert_test", Build: expertKernel, Grid: [3]expr.Expr{e("1"), e("1"), e("E")}}},
 	Knobs:      []schedule.Knob{warpsKnob},
-	Candidates: []Candidate{{{"WARPS", e("2")}}},
+	Candidates: func() []Candidate { return []Candidate{{{"WARPS", e("2")}}} },
 	Ceiling:    e("100"),
 	Tests:      Tests{Shapes: []Shape{{"E": 3, "K": 5, "N": 70}}, Odd: Shape{"E": 3, "K": 5, "N": 70}, Wide: Shape{"E": 1 << 20, "K": 1 << 10, "N": 2}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {

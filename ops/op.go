@@ -150,8 +150,10 @@ type Op struct {
 	Tensors []Arg
 	Kernels []*Kernel
 	// Knobs are the schedule's parameters, shared by the op's kernels;
-	// Constraints hold between knobs and sizes; Candidates are the points
-	// the op prefers, most preferred first.
+	// Constraints hold between knobs and sizes; Candidates makes the
+	// points the op prefers, most preferred first (made when a space is
+	// asked for: parsed at every start they were a third of the package's
+	// init, which a tune cache hit waits for).
 	Knobs       []schedule.Knob
 	Constraints []schedule.Constraint
 	// SizeRules hold between the sizes alone (HQ a multiple of HKV, D 64
@@ -161,7 +163,7 @@ type Op struct {
 	// OptionRules are size rules that hold under one option value
 	// ("angles=theta"), as Arg.When says.
 	OptionRules []OptionRule
-	Candidates  []Candidate
+	Candidates  func() []Candidate
 	// Ceiling is the percentage of copy bandwidth the op can reach at a
 	// shape: 100 where x is read once, 60 where it must be read twice.
 	Ceiling expr.Expr
@@ -272,9 +274,8 @@ func register(op *Op) *Op {
 		op.Reference = func(c *Call, in map[string]*Tensor) map[string]*Tensor { out, _ := x(c, in); return out }
 		op.Allowance = func(c *Call, in map[string]*Tensor) map[string]Allow { _, a := x(c, in); return a }
 	}
-	if err := op.check(); err != nil {
-		panic("BUG: op " + op.Name + ": " + err.Error())
-	}
+	// op.check runs in TestDescriptionsCheck, not here: a fifth of the
+	// package's init, at every start of every program that links it.
 	registry[op.Name] = op
 	return op
 }
@@ -345,7 +346,11 @@ func (op *Op) check() error {
 	if len(op.Tests.Shapes) == 0 || op.Tests.Odd == nil || op.Tests.Wide == nil {
 		errs = append(errs, errors.New("the description names no test shapes (Tests.Shapes, Odd, Wide)"))
 	}
-	for _, c := range op.Candidates {
+	if op.Candidates == nil {
+		errs = append(errs, errors.New("the description proposes no candidate schedules"))
+		return errors.Join(errs...)
+	}
+	for _, c := range op.Candidates() {
 		for _, a := range c {
 			errs = append(errs, uses("candidate "+a.Knob, a.Value, known))
 		}
@@ -703,7 +708,7 @@ func (c *Call) Point(cand Candidate) (schedule.Params, error) {
 // first (candidates that differ on one target may meet on another).
 func (c *Call) Space() ([]schedule.Params, error) {
 	var out []schedule.Params
-	for _, cand := range c.Op.Candidates {
+	for _, cand := range c.Op.Candidates() {
 		p, err := c.Point(cand)
 		if err != nil {
 			return nil, err

@@ -245,7 +245,7 @@ func qkOp(op Op) *Op {
 		op.Knobs = qkKnobs
 	}
 	if op.Candidates == nil {
-		op.Candidates = qkCandidates()
+		op.Candidates = qkCandidates
 	}
 	op.Constraints = qkConstraints
 	op.SizeRules, op.OptionRules = qkSizeRules, qkThetaRule
@@ -306,7 +306,7 @@ var QKNormRope = qkOp(Op{
 var QKNormRopeBwd = qkOp(Op{
 	Name:       "qk_norm_rope_bwd",
 	Knobs:      qkBwdKnobs,
-	Candidates: qkBwdCandidates(),
+	Candidates: qkBwdCandidates,
 	Doc:        "qkv, dq, dk, dv → d_qkv packed as qkv, d_q_weight[D], d_k_weight[D] f32: the backward of qk_norm_rope, weight gradients in a fixed order",
 	Options:    append(append([]Option(nil), qkOptions...), Option{Name: "dx", Doc: "element type of d_qkv", Values: []string{"bf16", "f32"}, Default: "bf16"}),
 	Tensors: qkTensors(
