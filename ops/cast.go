@@ -1,11 +1,12 @@
 package ops
 
 import (
+	"sync"
+
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/fp8"
 	"github.com/fp8gen/fp8gen/internal/refnum"
 	"github.com/fp8gen/fp8gen/schedule"
-	"sync"
 )
 
 // The casts' numerics, identical in the reference, the interpreter and
