@@ -4,7 +4,7 @@
 #   make test    make check, go test (the AMD compile check must run, not skip),
 #                a short run of every fuzz target and the mutation check
 #   make check   gofmt check, go vet, go generate, and fail if generated code is stale
-#   make gpu     build the test binaries and the CLI into .gpu/ for the GPU machine
+#   make gpu     build the test binaries, the CLI and fp8gen-plot into .gpu/ for the GPU machine
 #   make golden  rewrite the golden files (review the diff like code)
 #   make fuzz    each fuzz target for FUZZTIME (new failing inputs land in testdata/fuzz)
 #   make mutants plant each bug of scripts/mutants one at a time; fail if any survives

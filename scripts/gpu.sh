@@ -3,7 +3,9 @@
 # binaries into .gpu/; copy the few a run needs into a small folder that is
 # carried along (the device tool takes 64 MiB a call):
 #
-#   mkdir -p .gpurun && cp .gpu/{backend,runtime,launch,cmd_fp8gen,golden}.test .gpu/fp8gen .gpurun/
+#   mkdir -p .gpurun && cp .gpu/{backend,runtime,launch,cmd_fp8gen,golden}.test .gpu/fp8gen .gpu/fp8gen-plot .gpurun/
+#
+# (fp8gen-plot beside fp8gen draws bench's PNG chart; without it bench says so.)
 #
 # There, from the repository root: `bash scripts/gpu.sh OUTDIR [BASELINE]`.
 #
