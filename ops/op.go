@@ -129,6 +129,9 @@ type Kernel struct {
 	// When, if not zero, is the condition (on the knobs) under which the
 	// kernel is part of a plan: a schedule may choose between kernels.
 	When expr.Expr
+	// Option, if set, is the option value ("angles=theta") under which the
+	// kernel is part of a plan, as Arg.When is for tensors.
+	Option string
 }
 
 // Assign sets a knob of a candidate to an expression of the sizes, the
@@ -327,6 +330,12 @@ func (op *Op) check() error {
 		}
 		if !k.When.IsZero() {
 			errs = append(errs, uses("kernel "+k.Name+" when", k.When, known))
+		}
+		if k.Option != "" {
+			n, v, _ := strings.Cut(k.Option, "=")
+			if i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == n }); i < 0 || !slices.Contains(op.Options[i].Values, v) {
+				errs = append(errs, fmt.Errorf("kernel %s: option %q names no option value", k.Name, k.Option))
+			}
 		}
 	}
 	for _, c := range op.Constraints {
@@ -891,6 +900,9 @@ func (c *Call) Kernels() ([]*Kernel, error) {
 	env := c.env()
 	var out []*Kernel
 	for _, k := range c.Op.Kernels {
+		if n, v, _ := strings.Cut(k.Option, "="); k.Option != "" && c.Opt(n) != v {
+			continue
+		}
 		if !k.When.IsZero() {
 			v, err := k.When.Eval(env)
 			if err != nil {

@@ -189,4 +189,9 @@ func TestDescriptionsCheck(t *testing.T) {
 	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "reads ROWZ, which is no size, knob or target fact") {
 		t.Errorf("a grid reading ROWZ: %v", err)
 	}
+	bad = *QKNormRopeBwd
+	bad.Kernels = []*Kernel{{Name: "k", Grid: [3]expr.Expr{e("1"), e("1"), e("1")}, Option: "angles=sines"}}
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), `kernel k: option "angles=sines" names no option value`) {
+		t.Errorf("a kernel under angles=sines: %v", err)
+	}
 }

@@ -320,9 +320,11 @@ var QKNormRopeBwd = qkOp(Op{
 			{Name: "d_q_weight", DType: "f32", Shape: []expr.Expr{e("D")}, Role: Output},
 			{Name: "d_k_weight", DType: "f32", Shape: []expr.Expr{e("D")}, Role: Output},
 			{Name: "partials", DType: "f32", Shape: []expr.Expr{e(qkPartsRows), e("2"), e("D")}, Role: Scratch, Doc: "each backward program's weight-gradient sums, q then k"},
+			{Name: "rope_tables", DType: "f32", Shape: []expr.Expr{e("2"), e("S"), e("D")}, Role: Scratch, When: "angles=theta", Doc: "angles=theta: cos, then sin, at every position, worked once by the first kernel for the backward to read as the tables"},
 		},
 	),
 	Kernels: []*Kernel{
+		{Name: "qk_rope_tables", Build: qkRopeTablesKernel, Grid: [3]expr.Expr{e("cdiv(S, ROWS)"), e("1"), e("1")}, Option: "angles=theta"},
 		{Name: "qk_norm_rope_bwd", Build: qkNormBwdKernel, Grid: [3]expr.Expr{e(qkPartsExpr), e("1"), e("1")}},
 		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("D / " + strconv.Itoa(qkFoldCols)), e("1")}},
 	},

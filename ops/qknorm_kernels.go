@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"slices"
 
 	"github.com/fp8gen/fp8gen/ir"
 )
@@ -19,6 +20,7 @@ type qkRows struct {
 	isQ, isK, isV    *ir.Value                     // [ROWS]
 	pos              *ir.Value                     // the token's position s, for the tables
 	r0, heads        *ir.Value                     // the tile's first head row; head rows a token
+	s                *ir.Value                     // the size S
 	posOf            func(tok *ir.Value) *ir.Value // a token row's position s (bshd: tok % S; sbhd: tok / B)
 	d                *ir.Value                     // [D]
 	offs             *ir.Value                     // [ROWS, D] into qkv
@@ -48,7 +50,7 @@ func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	bs, s, hq, hkv := z.bs, z.s, z.hq, z.hkv
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
 	var t qkRows
-	t.hq, t.hkv = hq, hkv
+	t.hq, t.hkv, t.s = hq, hkv, s
 	nh := b.Add(hq, b.Mul(hkv, 2)).Named("heads")
 	t.r0, t.heads = r0, nh
 	t.grp = b.Div(hq, hkv).Named("group")
@@ -85,11 +87,15 @@ func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
 
 // qkParams are the parameters every QK-norm kernel reads: the weights,
 // and the cos and sin tables or (angles=theta) the inverse frequencies.
-type qkParams struct{ qw, kw, cos, sin, invFreq *ir.Value }
+type qkParams struct{ qw, kw, cos, sin, invFreq, tab *ir.Value }
 
 func qkParamsOf(b *ir.Builder, c *Call) qkParams {
 	p := qkParams{qw: b.Param("q_weight", c.DType("q_weight")), kw: b.Param("k_weight", c.DType("k_weight"))}
-	if c.Opt("angles") == "theta" {
+	if slices.ContainsFunc(c.SpecsOf(Scratch), func(s Spec) bool { return s.Name == "rope_tables" }) {
+		// The backward under theta: the tables its first kernel worked
+		// (tables finds sin after cos).
+		p.tab = b.Param("rope_tables", ir.F32)
+	} else if c.Opt("angles") == "theta" {
 		p.invFreq = b.Param("inv_freq", ir.F32)
 	} else {
 		p.cos, p.sin = b.Param("cos", ir.F32), b.Param("sin", ir.F32)
@@ -103,6 +109,32 @@ func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
 	qw := b.Cast(b.Load(b.PtrAdd(p.qw, t.d), nil, nil), ir.F32).Named("qw")
 	kw := b.Cast(b.Load(b.PtrAdd(p.kw, t.d), nil, nil), ir.F32).Named("kw")
 	return b.Where(b.Col(t.isQ), b.Row(qw), b.Row(kw)).Named("w")
+}
+
+// qkRopeTablesKernel works cos and sin for every position s < S and
+// element d < D into rope_tables (cos [S, D], then sin), from the angle
+// s · inv_freq[pair], with the forward's sincos, a tile of ROWS positions
+// laid out as the QK tiles are: the backward under angles=theta then
+// reads them as the tables. Worked in each of its tiles instead, as the
+// forward does, the backward ran 14-48% longer than with the tables on
+// the H200 (2026-12-03).
+func qkRopeTablesKernel(b *ir.Builder, c *Call) {
+	invFreq, tab := b.Param("inv_freq", ir.F32), b.Param("rope_tables", ir.F32)
+	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
+	s := b.Size("S")
+	pos := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr)).Named("pos")
+	d := b.Arange(hd).Named("d")
+	pair := b.Rem(d, hd/2) // rotate-half: d pairs with d ± D/2
+	if c.Opt("rope") == "gptj" {
+		pair = b.Div(d, 2)
+	}
+	f := b.Load(b.PtrAdd(invFreq, pair), nil, nil).Named("inv_freq")
+	pf := b.Cast(b.Cast(pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
+	sn, cs := sincos(b, b.Mul(b.Col(pf), b.Row(f)).Named("angle"))
+	offs := b.Add(b.Mul(b.Col(pos), hd), b.Row(d)).Named("offs")
+	m := b.Col(b.Lt(pos, s))
+	b.Store(b.PtrAdd(tab, offs), cs, m)
+	b.Store(b.PtrAdd(tab, b.Add(offs, b.Mul(s, hd))), sn, m)
 }
 
 // tables is cos and sin at each row's position: loaded from the tables,
@@ -144,6 +176,9 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 		pos := b.Cast(b.Cast(t.pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
 		sn, cs = sincos(b, b.Mul(b.Col(pos), b.Row(f)).Named("angle"))
 		return cs, sn
+	}
+	if p.tab != nil {
+		p.cos, p.sin = p.tab, b.PtrAdd(p.tab, b.Mul(t.s, hd))
 	}
 	offs := b.Add(b.Mul(b.Col(t.pos), hd), b.Row(t.d)).Named("pos_offs")
 	// Every row's, v rows' too: masking those off cost nvcc 6 registers

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -458,13 +459,34 @@ func TestBigInputsAndChunkedCheck(t *testing.T) {
 	}
 }
 
-// With angles=theta, a tile whose rows are all heads of one token (ROWS
-// divides the heads a token) works its D angles once, one element a lane
-// (a spread load of inv_freq, broadcast through LDS), and every other
-// tile each row's own; both ways exact against the reference, both
-// pairings and token orders, forward and backward (its loop over many
-// tiles too), wave32 and wave64.
+// Under angles=theta the forward's tile of one token's heads, or of two
+// (ROWS at most the heads a token), works each token's D angles once, one
+// element a lane (a spread load of inv_freq, broadcast through LDS), and
+// a tile of more rows each row's own; the backward's first kernel works
+// every position's angles once into rope_tables, which its loop reads as
+// the tables. All exact against the reference, both pairings and token
+// orders, the backward's loop over many tiles too, wave32 and wave64.
 func TestQKThetaOnceAToken(t *testing.T) {
+	// angles counts the values named angle in f, checks that where
+	// oneALane they are one element a lane, and says whether f has a
+	// spread load.
+	angles := func(t *testing.T, f *ir.Func, oneALane bool) (n int, spread bool) {
+		f.Walk(func(v *ir.Value) {
+			if m, ok := v.Attr.(*ir.MemAttr); ok && v.Op == ir.OpLoad && m.Spread {
+				spread = true
+				if v.Type.Regs != 1 { // 64 angles over 64 or 128 lanes
+					t.Errorf("the spread load holds %d elements a lane; want 1", v.Type.Regs)
+				}
+			}
+			if v.Name == "angle" {
+				n++
+				if oneALane && v.Type.Regs != 1 {
+					t.Errorf("a token's angles %d a lane; want 1", v.Type.Regs)
+				}
+			}
+		})
+		return n, spread
+	}
 	for _, tname := range []string{"sm_90", "gfx942"} {
 		tg, _ := target.Lookup(tname)
 		for _, group := range []int{2, 3} { // 8 and 10 head rows a token
@@ -482,30 +504,25 @@ func TestQKThetaOnceAToken(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						spread, angles := false, 0
-						p.Steps[0].Func.Walk(func(v *ir.Value) {
-							if m, ok := v.Attr.(*ir.MemAttr); ok && v.Op == ir.OpLoad && m.Spread {
-								spread = true
-								if v.Type.Regs != 1 { // 64 angles over 64 or 128 lanes
-									t.Errorf("%s %s ROWS=%d: the spread load holds %d elements a lane; want 1", tname, op.Name, rows, v.Type.Regs)
-								}
+						what := fmt.Sprintf("%s %s %d heads a token, ROWS=%d", tname, op.Name, heads, rows)
+						if op == QKNormRope {
+							// One token: 1 angle value, two: 2, more: every
+							// row's, as one value.
+							n, spread := angles(t, p.Steps[0].Func, rows <= heads)
+							want := map[bool]int{true: 1, false: 2}[heads%rows == 0 || rows > heads]
+							if spread != (rows <= heads) || n != want {
+								t.Errorf("%s: a spread load %v, %d angle values; want %v, %d", what, spread, n, rows <= heads, want)
 							}
-							if v.Name == "angle" {
-								angles++
-								if v.Type.Regs != 1 && rows <= heads {
-									t.Errorf("%s %s ROWS=%d: a token's angles %d a lane; want 1", tname, op.Name, rows, v.Type.Regs)
-								}
+						} else {
+							if len(p.Steps) != 3 || p.Steps[0].Kernel.Name != "qk_rope_tables" {
+								t.Fatalf("%s: %d steps, the first %s; want the tables' kernel first of 3", what, len(p.Steps), p.Steps[0].Kernel.Name)
 							}
-						})
-						// A tile over one token works its angles once, over
-						// two (ROWS does not divide a token's heads) twice,
-						// over more every row's, as one value.
-						wantAngles := map[bool]int{true: 1, false: 2}[heads%rows == 0]
-						if rows > heads {
-							wantAngles = 1
-						}
-						if spread != (rows <= heads) || angles != wantAngles {
-							t.Errorf("%s %s %d heads a token, ROWS=%d: a spread load %v, %d angle values; want %v, %d", tname, op.Name, heads, rows, spread, angles, rows <= heads, wantAngles)
+							if n, _ := angles(t, p.Steps[0].Func, false); n != 1 {
+								t.Errorf("%s: the tables' kernel has %d angle values; want 1", what, n)
+							}
+							if n, spread := angles(t, p.Steps[1].Func, false); n != 0 || spread {
+								t.Errorf("%s: the backward works angles (%d values, a spread load %v); want it to read the tables", what, n, spread)
+							}
 						}
 						in := Inputs(p.Call, uint64(rows), true)
 						check(t, p.Call, in, runInterp(t, p, in))
@@ -515,7 +532,7 @@ func TestQKThetaOnceAToken(t *testing.T) {
 		}
 	}
 	// The backward's persistent loop, many tiles a program: each trip's
-	// token from its own first row.
+	// positions from its own rows.
 	tg, _ := target.Lookup("sm_90")
 	sh := Shape{"B": 2, "S": 120, "HQ": 4, "HKV": 2, "D": 64}
 	s := schedule.Params{"WARPS": 2, "LANES": 4, "ROWS": 4, "EARLY_LOADS": 0, "HEAD_D": 64, "KV_HEADS": 2, "GROUP": 2, "PER_CU": 1}
@@ -523,8 +540,8 @@ func TestQKThetaOnceAToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tiles := 2 * 120 * 8 / 4; tiles < 3*p.Steps[0].Grid[0] {
-		t.Fatalf("%d tiles over %d programs; want several trips each", tiles, p.Steps[0].Grid[0])
+	if tiles := 2 * 120 * 8 / 4; tiles < 3*p.Steps[1].Grid[0] {
+		t.Fatalf("%d tiles over %d programs; want several trips each", tiles, p.Steps[1].Grid[0])
 	}
 	in := Inputs(p.Call, 11, false)
 	check(t, p.Call, in, runInterp(t, p, in))

@@ -508,6 +508,14 @@ var mutants = []mutant{
 		tests:  "^TestQKThetaOnceAToken$",
 		reason: "a theta tile over two tokens gives every row the first token's angles",
 	},
+	{
+		file:   "ops/qknorm_kernels.go",
+		old:    "b.Store(b.PtrAdd(tab, b.Add(offs, b.Mul(s, hd))), sn, m)",
+		new:    "b.Store(b.PtrAdd(tab, b.Add(offs, b.Mul(s, hd-1))), sn, m)",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestQKThetaOnceAToken$",
+		reason: "the backward's theta tables put sin one row early over cos's last row",
+	},
 }
 
 func main() {
