@@ -86,7 +86,8 @@ func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
 }
 
 // qkParams are the parameters every QK-norm kernel reads: the weights,
-// and the cos and sin tables or (angles=theta) the inverse frequencies.
+// and the cos and sin tables, or (angles=theta) the inverse frequencies,
+// or (the backward under theta) the tables its first kernel worked.
 type qkParams struct{ qw, kw, cos, sin, invFreq, tab *ir.Value }
 
 func qkParamsOf(b *ir.Builder, c *Call) qkParams {
@@ -111,6 +112,15 @@ func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
 	return b.Where(b.Col(t.isQ), b.Row(qw), b.Row(kw)).Named("w")
 }
 
+// pairIndex is the rotation pair, the inv_freq index, of elements d:
+// rotate-half pairs d with d ± D/2, the interleaved (GPT-J) 2i with 2i+1.
+func pairIndex(b *ir.Builder, c *Call, d *ir.Value) *ir.Value {
+	if c.Opt("rope") == "gptj" {
+		return b.Div(d, 2)
+	}
+	return b.Rem(d, c.Knob("HEAD_D")/2)
+}
+
 // qkRopeTablesKernel works cos and sin for every position s < S and
 // element d < D into rope_tables (cos [S, D], then sin), from the angle
 // s · inv_freq[pair], with the forward's sincos, a tile of ROWS positions
@@ -124,11 +134,7 @@ func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 	s := b.Size("S")
 	pos := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr)).Named("pos")
 	d := b.Arange(hd).Named("d")
-	pair := b.Rem(d, hd/2) // rotate-half: d pairs with d ± D/2
-	if c.Opt("rope") == "gptj" {
-		pair = b.Div(d, 2)
-	}
-	f := b.Load(b.PtrAdd(invFreq, pair), nil, nil).Named("inv_freq")
+	f := b.Load(b.PtrAdd(invFreq, pairIndex(b, c, d)), nil, nil).Named("inv_freq")
 	pf := b.Cast(b.Cast(pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
 	sn, cs := sincos(b, b.Mul(b.Col(pf), b.Row(f)).Named("angle"))
 	offs := b.Add(b.Mul(b.Col(pos), hd), b.Row(d)).Named("offs")
@@ -142,12 +148,7 @@ func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 	hd := c.Knob("HEAD_D")
 	if p.invFreq != nil {
-		pairOf := func(d *ir.Value) *ir.Value {
-			if c.Opt("rope") == "gptj" {
-				return b.Div(d, 2)
-			}
-			return b.Rem(d, hd/2) // rotate-half: d pairs with d ± D/2
-		}
+		pairOf := func(d *ir.Value) *ir.Value { return pairIndex(b, c, d) }
 		if nh, nr := c.Knob("KV_HEADS")*(c.Knob("GROUP")+2), c.Knob("ROWS"); nr <= nh {
 			// A tile of ROWS ≤ a token's head rows holds heads of one
 			// token, or of two where ROWS does not divide them. Each
