@@ -68,12 +68,26 @@ type Arg struct {
 }
 
 // Present reports whether the tensor exists under the call's options.
-func (t *Arg) Present(o Options) bool {
-	if t.When == "" {
+func (t *Arg) Present(o Options) bool { return holds(t.When, o) }
+
+// holds reports whether options o meet cond, "option=value" ("" always).
+// Tensors, kernels and size rules are conditioned alike.
+func holds(cond string, o Options) bool {
+	if cond == "" {
 		return true
 	}
-	k, v, _ := strings.Cut(t.When, "=")
+	k, v, _ := strings.Cut(cond, "=")
 	return o[k] == v
+}
+
+// optionCond says what is wrong with a condition "option=value" of op's
+// description, if anything.
+func (op *Op) optionCond(what, cond string) error {
+	k, v, _ := strings.Cut(cond, "=")
+	if i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == k }); i < 0 || !slices.Contains(op.Options[i].Values, v) {
+		return fmt.Errorf("%s: when %q names no option value", what, cond)
+	}
+	return nil
 }
 
 // OptionRule is a size rule that holds when an option has a value.
@@ -83,10 +97,7 @@ type OptionRule struct {
 }
 
 // Applies reports whether the rule holds under options o.
-func (r OptionRule) Applies(o Options) bool {
-	k, v, _ := strings.Cut(r.When, "=")
-	return o[k] == v
-}
+func (r OptionRule) Applies(o Options) bool { return holds(r.When, o) }
 
 // Rules are the size rules that hold under the call's options.
 func (c *Call) Rules() []schedule.Constraint {
@@ -308,11 +319,7 @@ func (op *Op) check() error {
 	var errs []error
 	for _, t := range op.Tensors {
 		if t.When != "" {
-			k, v, _ := strings.Cut(t.When, "=")
-			i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == k })
-			if i < 0 || !slices.Contains(op.Options[i].Values, v) {
-				errs = append(errs, fmt.Errorf("tensor %s: when %q names no option value", t.Name, t.When))
-			}
+			errs = append(errs, op.optionCond("tensor "+t.Name, t.When))
 		}
 		if t.Status != nil && t.Role != Scratch {
 			errs = append(errs, fmt.Errorf("tensor %s: a status word must be scratch", t.Name))
@@ -332,10 +339,7 @@ func (op *Op) check() error {
 			errs = append(errs, uses("kernel "+k.Name+" when", k.When, known))
 		}
 		if k.Option != "" {
-			n, v, _ := strings.Cut(k.Option, "=")
-			if i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == n }); i < 0 || !slices.Contains(op.Options[i].Values, v) {
-				errs = append(errs, fmt.Errorf("kernel %s: option %q names no option value", k.Name, k.Option))
-			}
+			errs = append(errs, op.optionCond("kernel "+k.Name, k.Option))
 		}
 	}
 	for _, c := range op.Constraints {
@@ -346,20 +350,20 @@ func (op *Op) check() error {
 	}
 	for _, r := range op.OptionRules {
 		errs = append(errs, uses("option rule", r.Cond, sizesOnly))
-		k, v, _ := strings.Cut(r.When, "=")
-		if i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == k }); i < 0 || !slices.Contains(op.Options[i].Values, v) {
-			errs = append(errs, fmt.Errorf("option rule %v: when %q names no option value", r.Cond, r.When))
-		}
+		errs = append(errs, op.optionCond(fmt.Sprintf("option rule %v", r.Cond), r.When))
 	}
 	errs = append(errs, uses("ceiling", op.Ceiling, sizesOnly))
 	if len(op.Tests.Shapes) == 0 || op.Tests.Odd == nil || op.Tests.Wide == nil {
 		errs = append(errs, errors.New("the description names no test shapes (Tests.Shapes, Odd, Wide)"))
 	}
-	if op.Candidates == nil {
-		errs = append(errs, errors.New("the description proposes no candidate schedules"))
-		return errors.Join(errs...)
+	var cands []Candidate
+	if op.Candidates != nil {
+		cands = op.Candidates()
 	}
-	for _, c := range op.Candidates() {
+	if len(cands) == 0 {
+		errs = append(errs, errors.New("the description proposes no candidate schedules"))
+	}
+	for _, c := range cands {
 		for _, a := range c {
 			errs = append(errs, uses("candidate "+a.Knob, a.Value, known))
 		}
@@ -894,13 +898,13 @@ func (c *Call) Plan() (*Plan, error) {
 	return p, nil
 }
 
-// Kernels are the op's kernels that this call's schedule runs: those
-// whose When holds, in order.
+// Kernels are the op's kernels that this call runs: those whose Option
+// and When hold, in order.
 func (c *Call) Kernels() ([]*Kernel, error) {
 	env := c.env()
 	var out []*Kernel
 	for _, k := range c.Op.Kernels {
-		if n, v, _ := strings.Cut(k.Option, "="); k.Option != "" && c.Opt(n) != v {
+		if !holds(k.Option, c.Options) {
 			continue
 		}
 		if !k.When.IsZero() {

@@ -191,7 +191,12 @@ func TestDescriptionsCheck(t *testing.T) {
 	}
 	bad = *QKNormRopeBwd
 	bad.Kernels = []*Kernel{{Name: "k", Grid: [3]expr.Expr{e("1"), e("1"), e("1")}, Option: "angles=sines"}}
-	if err := bad.check(); err == nil || !strings.Contains(err.Error(), `kernel k: option "angles=sines" names no option value`) {
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), `kernel k: when "angles=sines" names no option value`) {
 		t.Errorf("a kernel under angles=sines: %v", err)
+	}
+	bad = *Rowwise
+	bad.Candidates = func() []Candidate { return nil }
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "proposes no candidate schedules") {
+		t.Errorf("a description without candidates: %v", err)
 	}
 }

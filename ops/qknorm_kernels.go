@@ -2,7 +2,6 @@ package ops
 
 import (
 	"math"
-	"slices"
 
 	"github.com/fp8gen/fp8gen/ir"
 )
@@ -90,12 +89,12 @@ func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
 // or (the backward under theta) the tables its first kernel worked.
 type qkParams struct{ qw, kw, cos, sin, invFreq, tab *ir.Value }
 
-func qkParamsOf(b *ir.Builder, c *Call) qkParams {
+// ownTables says the kernel reads, under theta, the tables its op's first
+// kernel worked (the backward) instead of working the angles itself.
+func qkParamsOf(b *ir.Builder, c *Call, ownTables bool) qkParams {
 	p := qkParams{qw: b.Param("q_weight", c.DType("q_weight")), kw: b.Param("k_weight", c.DType("k_weight"))}
-	if slices.ContainsFunc(c.SpecsOf(Scratch), func(s Spec) bool { return s.Name == "rope_tables" }) {
-		// The backward under theta: the tables its first kernel worked
-		// (tables finds sin after cos).
-		p.tab = b.Param("rope_tables", ir.F32)
+	if c.Opt("angles") == "theta" && ownTables {
+		p.tab = b.Param("rope_tables", ir.F32) // tables finds sin after cos
 	} else if c.Opt("angles") == "theta" {
 		p.invFreq = b.Param("inv_freq", ir.F32)
 	} else {
@@ -251,7 +250,7 @@ func rotated(b *ir.Builder, c *Call, x, d *ir.Value, transposed bool) *ir.Value 
 
 func qkNormFwdKernel(b *ir.Builder, c *Call) {
 	qkv := b.Param("qkv", ir.BF16)
-	p := qkParamsOf(b, c)
+	p := qkParamsOf(b, c, false)
 	q, k, v := b.Param("q", ir.BF16), b.Param("k", ir.BF16), b.Param("v", ir.BF16)
 	t := qkTile(b, c, qkSizesOf(b, c), b.Mul(b.ProgramID(0), c.Knob("ROWS")))
 	raw := b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil).Named("raw")
@@ -281,7 +280,7 @@ func qkNormFwdKernel(b *ir.Builder, c *Call) {
 // for qkNormDwKernel to fold in program order.
 func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	qkv := b.Param("qkv", ir.BF16)
-	p := qkParamsOf(b, c)
+	p := qkParamsOf(b, c, true)
 	dq, dk, dv := b.Param("dq", ir.BF16), b.Param("dk", ir.BF16), b.Param("dv", ir.BF16)
 	dqkv := b.Param("d_qkv", c.DType("d_qkv"))
 	partials := b.Param("partials", ir.F32)
