@@ -23,7 +23,7 @@ import (
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
 )
 
-// plotImpls are the implementations Plot draws, in the order of the bars in
+// plotImpls are the implementations Write draws, in the order of the bars in
 // each group.
 var plotImpls = []string{bench.ImplFP8Gen, bench.ImplEager, bench.ImplCompiled, bench.ImplAutotune}
 

@@ -9,8 +9,9 @@
 // name with .png for .json. fp8gen bench runs it where it finds it, beside
 // fp8gen or on PATH; it is a program of its own because the plotting
 // library parses its fonts when a program starts, which every fp8gen
-// command paid (a fifth of a tune's cache hit). Misuse is one line and
-// exit status 2; a file that cannot be read or written, exit status 1.
+// command paid (a fifth of a tune's cache hit). Misuse is a line saying
+// what is wrong, then the usage, and exit status 2; rows that cannot be
+// read or drawn, or a chart that cannot be written, exit status 1.
 package main
 
 import (
@@ -47,6 +48,9 @@ func run(args []string, stderr io.Writer) int {
 	}
 	var rows []bench.Row
 	for _, f := range fs.Args() {
+		if strings.HasPrefix(f, "-") {
+			return usage(fmt.Errorf("%s: flags go before the rows files", f))
+		}
 		if !strings.HasSuffix(f, ".json") {
 			return usage(fmt.Errorf("%s: want the .json rows that fp8gen bench writes", f))
 		}
@@ -62,7 +66,7 @@ func run(args []string, stderr io.Writer) int {
 		path = strings.TrimSuffix(fs.Arg(0), ".json") + ".png"
 	}
 	if err := chart.Write(rows, path); err != nil {
-		fmt.Fprintf(stderr, "fp8gen-plot: %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "fp8gen-plot: drawing %s from %s: %v\n", path, strings.Join(fs.Args(), ", "), err)
 		return 1
 	}
 	return 0

@@ -50,7 +50,7 @@ func parseShapeText(op *ops.Op, s string) (ops.Shape, error) {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE …] [--out DIR] [--peers auto|off] [--plot auto|off]", stderr)
+	fs := newFlags("bench", "bench [--ops a,b] [--shapes MxK,…] [--opt NAME=VALUE …] [--out DIR] [--peers auto|on|off] [--plot auto|on|off]", stderr)
 	opList := fs.String("ops", strings.Join(ops.Names(), ","), "ops to time")
 	shapes := fs.String("shapes", "", "shapes for every op, sizes joined by x: MxK,… (default: each op's realistic set)")
 	var optFlag kvFlag
@@ -72,6 +72,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if *plotMode != "auto" && *plotMode != "on" && *plotMode != "off" {
 		return usagef("--plot %q: want auto, on or off", *plotMode)
+	}
+	plotter, err := findPlotter(*plotMode)
+	if err != nil {
+		return err
 	}
 	if *warm < 0 || *iters < 1 {
 		return usagef("--warm %d --iters %d: want warm ≥ 0 and iters ≥ 1", *warm, *iters)
@@ -226,7 +230,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	wrote := "json,md"
-	if drawn, err := drawPlot(*plotMode, base, stderr); err != nil {
+	if drawn, err := drawPlot(plotter, *plotMode, base, stderr); err != nil {
 		return err
 	} else if drawn {
 		wrote += ",png"
@@ -236,38 +240,62 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 }
 
 // plotProgram is the program that draws bench's chart (cmd/fp8gen-plot).
+// It is a program of its own so that fp8gen's every start does not load
+// the plotting library's fonts.
 const plotProgram = "fp8gen-plot"
 
-// drawPlot runs fp8gen-plot on the rows at base.json to draw base.png.
-// Mode auto draws where the program is found, beside this one or on PATH,
-// and says in one line where it is not; on fails without it; off draws
-// nothing. The chart is a program of its own so that fp8gen's every start
-// does not load the plotting library's fonts.
-func drawPlot(mode, base string, stderr io.Writer) (drawn bool, err error) {
+const noPlotter = plotProgram + " is neither beside fp8gen nor on PATH (go install github.com/fp8gen/fp8gen/cmd/" + plotProgram + ")"
+
+// executable is os.Executable; a test moves "beside fp8gen" elsewhere.
+var executable = os.Executable
+
+// findPlotter is the fp8gen-plot that bench runs for its chart: the one
+// beside this program, else the one on PATH; "" where there is none or
+// mode is off. Mode on without one is an error, before any timing.
+func findPlotter(mode string) (string, error) {
 	if mode == "off" {
-		return false, nil
+		return "", nil
 	}
-	prog := ""
-	if self, err := os.Executable(); err == nil {
+	if self, err := executable(); err == nil {
 		if p := filepath.Join(filepath.Dir(self), plotProgram); isExecutable(p) {
-			prog = p
+			return p, nil
 		}
 	}
-	if prog == "" {
-		prog, _ = exec.LookPath(plotProgram)
+	// An error (none, or one found relative to "." in PATH, which exec
+	// refuses to run) leaves it out.
+	if p, err := exec.LookPath(plotProgram); err == nil {
+		return p, nil
 	}
+	if mode == "on" {
+		return "", usagef("--plot on: %s", noPlotter)
+	}
+	return "", nil
+}
+
+// drawPlot runs prog (findPlotter's) on the rows at base.json to draw
+// base.png and reports whether it drew one. Under auto a chart it cannot
+// draw is one line on stderr; under on it fails the bench. A chart of the
+// same name left from an earlier run is removed rather than left beside
+// rows it does not show.
+func drawPlot(prog, mode, base string, stderr io.Writer) (drawn bool, err error) {
+	png := base + ".png"
 	if prog == "" {
-		err := fmt.Errorf("no chart drawn: %s is neither beside fp8gen nor on PATH (go install github.com/fp8gen/fp8gen/cmd/%s, or go run ./cmd/%s %s.json)", plotProgram, plotProgram, plotProgram, base)
+		os.Remove(png)
+		if mode == "auto" {
+			fmt.Fprintf(stderr, "fp8gen bench: no chart drawn: %s, or go run ./cmd/%s %s.json\n", noPlotter, plotProgram, base)
+		}
+		return false, nil
+	}
+	cmd := exec.Command(prog, "-o", png, base+".json")
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
+		os.Remove(png)
+		err = fmt.Errorf("%s: %w", prog, err)
 		if mode == "on" {
 			return false, err
 		}
-		fmt.Fprintf(stderr, "fp8gen bench: %v\n", err)
+		fmt.Fprintf(stderr, "fp8gen bench: no chart drawn: %v\n", err)
 		return false, nil
-	}
-	cmd := exec.Command(prog, "-o", base+".png", base+".json")
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Run(); err != nil {
-		return false, fmt.Errorf("%s: %w", prog, err)
 	}
 	return true, nil
 }

@@ -407,10 +407,17 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		op, _ := ops.Lookup(n)
 		var ks, ts, os []string
 		for _, k := range op.Kernels {
-			if k.When.IsZero() {
+			var conds []string
+			if k.Option != "" {
+				conds = append(conds, k.Option)
+			}
+			if !k.When.IsZero() {
+				conds = append(conds, k.When.String())
+			}
+			if len(conds) == 0 {
 				ks = append(ks, k.Name)
 			} else {
-				ks = append(ks, k.Name+" if "+k.When.String())
+				ks = append(ks, k.Name+" if "+strings.Join(conds, " and "))
 			}
 		}
 		for _, t := range op.Tensors {

@@ -109,6 +109,9 @@ func TestList(t *testing.T) {
 			if !strings.Contains(out, k.Name) {
 				t.Errorf("list does not show kernel %s of %s", k.Name, n)
 			}
+			if k.Option != "" && !strings.Contains(out, k.Name+" if "+k.Option) {
+				t.Errorf("list does not say that kernel %s of %s runs only under %s", k.Name, n, k.Option)
+			}
 		}
 	}
 	formats := map[string]string{"gfx942": "e4m3 = e4m3fnuz (max 240)", "gfx950": "e4m3 = e4m3fn (max 448)", "sm_90": "e4m3 = e4m3fn (max 448)"}
