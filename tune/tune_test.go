@@ -82,6 +82,9 @@ func TestLoadDistrusts(t *testing.T) {
 		{"unknown knob", `{"fp8gen_tune": 1, "entries": [{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc", "schedule": {"BLOCK": 1}}, ` + good + `]}`, "unknown knob BLOCK", 1},
 		{"knob missing", `{"fp8gen_tune": 1, "entries": [{"op": "rowwise_cast", "options": "x", "target": "sm_90", "class": "c", "compiler": "nvcc", "schedule": {"WARPS": 1}}]}`, "not every knob given", 0},
 		{"no compiler", `{"fp8gen_tune": 1, "entries": [{"op": "rowwise_cast", "target": "sm_90", "class": "c", "schedule": {}}]}`, "no compiler, target or class", 0},
+		// A field of the wrong type: decoding goes on past it, so the
+		// one-pass read must not take the entry.
+		{"wrong type", `{"fp8gen_tune": 1, "entries": [` + good + `, ` + strings.Replace(good, `"options": "x"`, `"options": "y", "timed": "many"`, 1) + `]}`, "entry 1 (rowwise_cast c on sm_90): json: cannot unmarshal", 1},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
 		os.WriteFile(path, []byte(c.text), 0o644)
