@@ -142,12 +142,12 @@ func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(tab, b.Add(offs, b.Mul(s, hd))), sn, m)
 }
 
-// tables is cos and sin at each row's position: loaded from the tables,
-// or (angles=theta) computed from the angle pos · inv_freq[pair].
+// tables is cos and sin at each row's position: loaded from the tables
+// (the caller's, or those the backward's first kernel worked under theta),
+// or (the forward under theta) computed from the angle pos · inv_freq[pair].
 func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 	hd := c.Knob("HEAD_D")
 	if p.invFreq != nil {
-		pairOf := func(d *ir.Value) *ir.Value { return pairIndex(b, c, d) }
 		if nh, nr := c.Knob("KV_HEADS")*(c.Knob("GROUP")+2), c.Knob("ROWS"); nr <= nh {
 			// A tile of ROWS ≤ a token's head rows holds heads of one
 			// token, or of two where ROWS does not divide them. Each
@@ -155,7 +155,7 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 			// broadcast to the rows through LDS, not worked again in each
 			// row (the polynomials cost the H200's forward 3.7× the
 			// tables' time when every row worked them, 2026-12-03).
-			f := b.LoadSpread(b.PtrAdd(p.invFreq, pairOf(b.Arange(hd))), nil, nil).Named("inv_freq")
+			f := b.LoadSpread(b.PtrAdd(p.invFreq, pairIndex(b, c, b.Arange(hd))), nil, nil).Named("inv_freq")
 			first := b.Div(t.r0, t.heads).Named("tok0")
 			angles := func(tok *ir.Value) (cs, sn *ir.Value) {
 				pos := b.Cast(b.Cast(t.posOf(tok), ir.I32), ir.F32).Named("pos_f")
@@ -172,7 +172,7 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 			}
 			return cs, sn
 		}
-		f := b.Load(b.PtrAdd(p.invFreq, pairOf(t.d)), nil, nil).Named("inv_freq")
+		f := b.Load(b.PtrAdd(p.invFreq, pairIndex(b, c, t.d)), nil, nil).Named("inv_freq")
 		pos := b.Cast(b.Cast(t.pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
 		sn, cs = sincos(b, b.Mul(b.Col(pos), b.Row(f)).Named("angle"))
 		return cs, sn
