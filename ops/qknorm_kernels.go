@@ -120,6 +120,15 @@ func pairIndex(b *ir.Builder, c *Call, d *ir.Value) *ir.Value {
 	return b.Rem(d, c.Knob("HEAD_D")/2)
 }
 
+// rowAngles is cos and sin [rows, D] of the angles pos · inv_freq[pair]
+// at positions pos [rows] and elements d [D], every element its own.
+func rowAngles(b *ir.Builder, c *Call, invFreq, pos, d *ir.Value) (cs, sn *ir.Value) {
+	f := b.Load(b.PtrAdd(invFreq, pairIndex(b, c, d)), nil, nil).Named("inv_freq")
+	pf := b.Cast(b.Cast(pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
+	sn, cs = sincos(b, b.Mul(b.Col(pf), b.Row(f)).Named("angle"))
+	return cs, sn
+}
+
 // qkRopeTablesKernel works cos and sin for every position s < S and
 // element d < D into rope_tables (cos [S, D], then sin), from the angle
 // s · inv_freq[pair], with the forward's sincos, a tile of ROWS positions
@@ -133,9 +142,7 @@ func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 	s := b.Size("S")
 	pos := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr)).Named("pos")
 	d := b.Arange(hd).Named("d")
-	f := b.Load(b.PtrAdd(invFreq, pairIndex(b, c, d)), nil, nil).Named("inv_freq")
-	pf := b.Cast(b.Cast(pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
-	sn, cs := sincos(b, b.Mul(b.Col(pf), b.Row(f)).Named("angle"))
+	cs, sn := rowAngles(b, c, invFreq, pos, d)
 	offs := b.Add(b.Mul(b.Col(pos), hd), b.Row(d)).Named("offs")
 	m := b.Col(b.Lt(pos, s))
 	b.Store(b.PtrAdd(tab, offs), cs, m)
@@ -172,10 +179,7 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 			}
 			return cs, sn
 		}
-		f := b.Load(b.PtrAdd(p.invFreq, pairIndex(b, c, t.d)), nil, nil).Named("inv_freq")
-		pos := b.Cast(b.Cast(t.pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
-		sn, cs = sincos(b, b.Mul(b.Col(pos), b.Row(f)).Named("angle"))
-		return cs, sn
+		return rowAngles(b, c, p.invFreq, t.pos, t.d)
 	}
 	if p.tab != nil {
 		p.cos, p.sin = p.tab, b.PtrAdd(p.tab, b.Mul(t.s, hd))
