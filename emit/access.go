@@ -498,6 +498,36 @@ func (e *emitter) loop(v *ir.Value) error {
 	return nil
 }
 
+// syncFn names (and defines once) the device function of signal or wait,
+// which one lane calls. signal is a release at agent scope (the barrier
+// before it orders the other lanes' effects); wait an acquire loop that
+// sleeps between reads, so that the programs it waits for get the issue
+// slots.
+func (e *emitter) syncFn(kind string) string {
+	name := "fp8g_" + kind
+	if _, ok := e.helpers[name]; ok {
+		return name
+	}
+	var body string
+	switch {
+	case e.t.Vendor == target.AMD && kind == "signal":
+		body = "  __hip_atomic_fetch_add(p, n, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);"
+	case e.t.Vendor == target.AMD:
+		body = "  while (__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT) < n) __builtin_amdgcn_s_sleep(2);"
+	case kind == "signal":
+		body = `  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(n) : "memory");`
+	default:
+		body = `  for (;;) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    if (v >= n) return;
+    __nanosleep(100);
+  }`
+	}
+	e.helpers[name] = fmt.Sprintf("FP8G_FN void %s(int* p, int n) {\n%s\n}\n", name, body)
+	return name
+}
+
 // atomicFn names (and defines once) the device function of an atomic,
 // which returns the value it replaced.
 func (e *emitter) atomicFn(v *ir.Value) string {

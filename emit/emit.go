@@ -222,7 +222,7 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	dyn := f.LDSBytes > 48<<10 && e.t.Vendor == target.NVIDIA
 	k.Dynamic = dyn
 	f.Walk(func(v *ir.Value) {
-		if v.Op == ir.OpStore || v.Op == ir.OpAtomic {
+		if v.Op == ir.OpStore || v.Op == ir.OpAtomic || v.Op == ir.OpSignal || v.Op == ir.OpWait {
 			e.written[root(v.Ptr())] = true
 		}
 	})
@@ -523,6 +523,12 @@ func (e *emitter) value(v *ir.Value) error {
 		e.store(v)
 	case ir.OpAtomic:
 		e.atomic(v)
+	case ir.OpSignal:
+		e.line("__syncthreads();")
+		e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("signal"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
+	case ir.OpWait:
+		e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("wait"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
+		e.line("__syncthreads();")
 	case ir.OpFor:
 		return e.loop(v)
 	case ir.OpIf:

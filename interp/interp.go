@@ -14,10 +14,14 @@
 // and LDS accesses in bounds; vectors contiguous and aligned to their
 // width; one mask bit standing for a vector only where the mask is indeed
 // the same over it; loop bounds and if conditions the same in every lane;
-// assumed divisibility. Blocks run in parallel on the host's cores.
+// assumed divisibility. Blocks run in parallel on the host's cores; a
+// kernel that waits on other programs (ir.Func.Waits) runs every program
+// at once, each on its own goroutine, as a GPU must hold them resident,
+// and a wait that no running program can end is reported as a deadlock.
 package interp
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -71,6 +75,17 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 	if total == 0 {
 		return nil
 	}
+	waits := f.Waits()
+	if waits && total > MaxResident {
+		// As a device holds only so many programs at once, and a kernel
+		// that waits reads num_programs: fewer programs, the same result.
+		if grid[1] != 1 || grid[2] != 1 {
+			return fmt.Errorf("%s waits on other programs: its grid %v must be one-dimensional", f.Name, grid)
+		}
+		grid[0], total = MaxResident, MaxResident
+		m.grid = grid
+	}
+	m.sync.L = &m.atomic
 	f.Walk(func(v *ir.Value) {
 		m.slot[v] = len(m.sizes)
 		m.sizes = append(m.sizes, max(v.Type.Regs, 1)*f.Threads)
@@ -79,6 +94,10 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 		}
 	})
 	workers := min(runtime.GOMAXPROCS(0), total)
+	if waits {
+		workers = total
+	}
+	m.live = workers
 	next := make(chan int, total)
 	for i := 0; i < total; i++ {
 		next <- i
@@ -97,6 +116,7 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			defer m.exit()
 			b := m.newBlock()
 			for id := range next {
 				pid := [3]int{id % grid[0], id / grid[0] % grid[1], id / (grid[0] * grid[1])}
@@ -108,14 +128,22 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 		}(w)
 	}
 	wg.Wait()
+	// A program that failed leaves those waiting for it deadlocked: its
+	// error is the one to report.
 	first := failure{id: total}
 	for _, f := range fails {
-		if f.err != nil && f.id < first.id {
+		if f.err != nil && (first.err == nil || errors.Is(first.err, errDeadlock) && !errors.Is(f.err, errDeadlock) ||
+			errors.Is(first.err, errDeadlock) == errors.Is(f.err, errDeadlock) && f.id < first.id) {
 			first = f
 		}
 	}
 	return first.err
 }
+
+// MaxResident is the most programs the interpreter runs of a kernel that
+// waits on other programs; it runs them all at once. A variable so that
+// tests may run such a kernel on fewer.
+var MaxResident = 8
 
 type machine struct {
 	f      *ir.Func
@@ -123,10 +151,15 @@ type machine struct {
 	bufs   [][]byte
 	names  []string
 	args   []uint64
-	atomic sync.Mutex
-	slot   map[*ir.Value]int // the value's register file
-	sizes  []int
-	visit  func(*ir.Value) // LaunchTraced's, for program 0
+	atomic sync.Mutex // atomics, signals and waits; sync's lock
+	// A kernel that waits: live workers, those waiting since the last
+	// signal, and whether they can never go on.
+	sync          sync.Cond
+	live, waiting int
+	dead          bool
+	slot          map[*ir.Value]int // the value's register file
+	sizes         []int
+	visit         func(*ir.Value) // LaunchTraced's, for program 0
 }
 
 // block is the state of one program: a register file per value.
@@ -291,6 +324,10 @@ func (b *block) step(v *ir.Value) error {
 		return b.ldsReduce(v)
 	case ir.OpBarrier:
 		b.race.barrier()
+	case ir.OpSignal:
+		return b.signal(v)
+	case ir.OpWait:
+		return b.wait(v)
 	case ir.OpFor:
 		return b.loop(v)
 	case ir.OpIf:
@@ -654,6 +691,79 @@ func (b *block) atomicOp(v *ir.Value) error {
 		}
 	}
 	return nil
+}
+
+// signal adds to the counter once for the program (one lane's atomic,
+// after a barrier) and wakes the waiting programs to look again.
+func (b *block) signal(v *ir.Value) error {
+	b.race.barrier()
+	p, err := b.uniform(v.Args[0], "the signal's counter")
+	if err != nil {
+		return err
+	}
+	n, err := b.uniform(v.Args[1], "the signal's count")
+	if err != nil {
+		return err
+	}
+	mem, err := b.access(v, p, 4)
+	if err != nil {
+		return err
+	}
+	m := b.m
+	m.atomic.Lock()
+	writeBits(mem, uint64(uint32(int32(readBits(mem))+int32(n))))
+	m.waiting = 0 // each waiter looks again
+	m.sync.Broadcast()
+	m.atomic.Unlock()
+	return nil
+}
+
+// wait blocks the program until the counter reaches n. When every live
+// program waits on a count not reached, none can signal: a deadlock, which
+// the GPU would hang on.
+func (b *block) wait(v *ir.Value) error {
+	p, err := b.uniform(v.Args[0], "the wait's counter")
+	if err != nil {
+		return err
+	}
+	n, err := b.uniform(v.Args[1], "the wait's count")
+	if err != nil {
+		return err
+	}
+	mem, err := b.access(v, p, 4)
+	if err != nil {
+		return err
+	}
+	m := b.m
+	m.atomic.Lock()
+	defer m.atomic.Unlock()
+	for int32(readBits(mem)) < int32(n) {
+		if !m.dead {
+			m.waiting++
+			m.dead = m.waiting == m.live
+		}
+		if m.dead {
+			m.sync.Broadcast()
+			return fmt.Errorf("%s: %w: every program left waits (this one for %s ≥ %d, at %d)", where(v), errDeadlock, b.m.names[p>>48], int32(n), int32(readBits(mem)))
+		}
+		m.sync.Wait()
+	}
+	b.race.barrier()
+	return nil
+}
+
+// errDeadlock is a wait that no program can end: on a GPU, a hang.
+var errDeadlock = errors.New("deadlock")
+
+// exit is a worker's end: the programs still waiting may now be all there is.
+func (m *machine) exit() {
+	m.atomic.Lock()
+	m.live--
+	if m.waiting > 0 && m.waiting >= m.live {
+		m.dead = true
+		m.sync.Broadcast()
+	}
+	m.atomic.Unlock()
 }
 
 func isNaN(x uint64) bool { f := math.Float32frombits(uint32(x)); return f != f }

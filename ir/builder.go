@@ -608,6 +608,34 @@ func (b *Builder) If(c *Value, body func()) {
 	b.add(v)
 }
 
+// Signal adds n (an i32 scalar) to the i32 counter at p once for the
+// program, after every lane's earlier stores and atomics: a release that
+// another program's Wait on p acquires.
+func (b *Builder) Signal(p *Value, n any) { b.sync(OpSignal, p, n) }
+
+// Wait holds every lane of the program until the i32 counter at p is at
+// least n (an i32 scalar); loads after it see what the signals it waited
+// for released. Programs that wait on each other must all be resident:
+// the kernel reads num_programs and must be correct for any grid, since
+// a launch may clamp it to what the device holds at once.
+func (b *Builder) Wait(p *Value, n any) { b.sync(OpWait, p, n) }
+
+func (b *Builder) sync(op Op, p *Value, n any) {
+	if p.Type.DType != PtrTo(I32) || p.Type.Rank() != 0 {
+		b.fail("%s on %v: want a scalar pointer to i32", op.Name(), p.Type)
+		return
+	}
+	nv := b.operand(n, I32)
+	if b.err != nil {
+		return
+	}
+	if nv.Type.Rank() != 0 {
+		b.fail("%s by %v: want a scalar", op.Name(), nv.Type)
+		return
+	}
+	b.val(op, Type{}, nil, p, nv)
+}
+
 func (b *Builder) placeholders(n int) []*Value {
 	out := make([]*Value, n)
 	for i := range out {

@@ -100,6 +100,15 @@ func walk(b *Block, fn func(*Value)) {
 	}
 }
 
+// Waits reports whether the kernel waits on other programs (OpWait): its
+// grid's programs must then be resident at once, so a launch runs at most
+// as many as the device holds (the kernel reads num_programs).
+func (f *Func) Waits() bool {
+	found := false
+	f.Walk(func(v *Value) { found = found || v.Op == OpWait })
+	return found
+}
+
 // Uses counts the uses of each value.
 func (f *Func) Uses() map[*Value]int {
 	u := map[*Value]int{}

@@ -114,6 +114,13 @@ const (
 	OpForResult
 	// if c {body}: the body runs where c holds; c is the same in every lane.
 	OpIf
+	// signal p n: once the program's earlier memory effects are done (a
+	// barrier), one lane adds n to the i32 at p, a release at agent scope.
+	OpSignal
+	// wait p n: the program waits until the i32 at p is at least n (one
+	// lane's acquire at agent scope, then a barrier). A kernel that waits
+	// needs its programs resident at once (see Func.Waits).
+	OpWait
 
 	// v = convert <t> x: the same tile in another layout (the layout phase only).
 	OpConvert
@@ -312,6 +319,8 @@ func opTable() [numOps]opInfo {
 		OpYield:     {name: "yield", roles: []Role{RoleYield}, vararg: true, phase: all, effect: Ends},
 		OpForResult: {name: "for_result", roles: []Role{RoleLoop}, phase: all, result: true, attr: tInt, check: checkForResult},
 		OpIf:        {name: "if", roles: []Role{RoleCond}, phase: all, effect: Region, check: checkIf},
+		OpSignal:    {name: "signal", roles: []Role{RolePtr, RoleX}, phase: all, effect: ReadsMem | WritesMem | Sync, check: checkSync},
+		OpWait:      {name: "wait", roles: []Role{RolePtr, RoleX}, phase: all, effect: ReadsMem | WritesMem | Sync, check: checkSync},
 
 		OpConvert: {name: "convert", roles: rX, phase: PhaseLayout, result: true, check: checkSameElem},
 

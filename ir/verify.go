@@ -459,6 +459,16 @@ func checkAtomic(_ *checker, v *Value) error {
 	return nil
 }
 
+// checkSync: signal and wait take one i32 counter and an i32 count, both
+// the same in every lane.
+func checkSync(c *checker, v *Value) error {
+	p, n := v.Args[0], v.Args[1]
+	if p.Type.DType != PtrTo(I32) || n.Type.DType != I32 || !uniformScalar(c, p) || !uniformScalar(c, n) {
+		return fmt.Errorf("%s(%v, %v): want a scalar pointer to i32 and a scalar i32", v.Op.Name(), p.Type, n.Type)
+	}
+	return nil
+}
+
 func checkReduce(_ *checker, v *Value) error {
 	r := v.Reduction()
 	x := v.Args[0].Type

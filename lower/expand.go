@@ -357,6 +357,9 @@ func (e *expander) value(v *ir.Value) error {
 		nv = e.store(v, args)
 	case ir.OpAtomic:
 		nv = e.atomic(v, args)
+	case ir.OpSignal, ir.OpWait:
+		// Scalars: one lane performs them and the op holds the barrier.
+		nv = e.emit(v.Op, ir.Type{}, nil, args...)
 	case ir.OpForResult:
 		nv = e.emit(ir.OpForResult, e.m[v.Args[0]].Body.Vars[1+v.Index()].Type, v.Attr, args...)
 	default:

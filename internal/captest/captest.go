@@ -471,6 +471,45 @@ var Cases = []Case{
 		},
 	},
 	{
+		// Programs waiting on each other: each adds its id + 1 to a sum,
+		// signals a counter and waits until every program has; then each
+		// reads the sum, which must be whole. The grid asks for more
+		// programs than any device holds at once: a launch runs as many as
+		// fit (the interpreter 8), and the counter says how many ran.
+		Name: "programs waiting on each other", Warps: 4,
+		Build: func(b *ir.Builder) {
+			sum, count, seen := b.Param("sum", ir.I32), b.Param("count", ir.I32), b.Param("seen", ir.I32)
+			pid := b.ProgramID(0)
+			b.AtomicAdd(sum, b.Add(pid, 1), nil, ir.Relaxed, ir.ScopeAgent)
+			b.Signal(count, b.Const(ir.I32, 1))
+			b.Wait(count, b.NumPrograms(0))
+			b.Store(b.PtrAdd(seen, pid), b.Load(sum, nil, nil), nil)
+		},
+		Inputs: func(r *rand.Rand) ([3]int, []any) {
+			const n = 1 << 16
+			return [3]int{n, 1, 1}, []any{make([]byte, 4), make([]byte, 4), make([]byte, 4*n)}
+		},
+		Want: func(t testing.TB, args []any) {
+			sum, count, seen := args[0].([]byte), args[1].([]byte), args[2].([]byte)
+			n := int(GetI32(count, 0))
+			if n < 1 || n > len(seen)/4 {
+				t.Fatalf("%d programs ran of a grid of %d", n, len(seen)/4)
+			}
+			if want := int32(n * (n + 1) / 2); GetI32(sum, 0) != want {
+				t.Errorf("sum %d after %d programs, want %d", GetI32(sum, 0), n, want)
+			}
+			for p := range len(seen) / 4 {
+				want := int32(n * (n + 1) / 2)
+				if p >= n {
+					want = 0 // no such program ran
+				}
+				if got := GetI32(seen, p); got != want {
+					t.Fatalf("program %d of %d read sum %d after the wait, want %d", p, n, got, want)
+				}
+			}
+		},
+	},
+	{
 		// Atomics that return the old value: each program takes a ticket
 		// from an i32 counter and adds its id to an f32 total; the tickets
 		// are a permutation, each program's old total and its ticket agree
