@@ -203,7 +203,12 @@ func (g *GPU) RunFunc(ctx context.Context, f *ir.Func, grid [3]int, args []any) 
 	if ek.Dynamic {
 		shared = ek.LDSBytes
 	}
-	if err := g.Dev.Launch(k, grid, [3]int{ek.Threads, 1, 1}, shared, launch...); err != nil {
+	if f.Waits() {
+		_, err = g.Dev.LaunchResident(k, grid, [3]int{ek.Threads, 1, 1}, shared, launch...)
+	} else {
+		err = g.Dev.Launch(k, grid, [3]int{ek.Threads, 1, 1}, shared, launch...)
+	}
+	if err != nil {
 		return err
 	}
 	if err := g.Dev.Synchronize(); err != nil {
@@ -325,7 +330,13 @@ func (pr *Prepared) bind(ctx context.Context) error {
 		}
 		grid, block := s.Grid, [3]int{ek.Threads, 1, 1}
 		launch := g.Dev.Launch
-		if i > 0 && p.Target.PDL { // the kernel waits for the one before it
+		switch {
+		case s.Func.Waits(): // its programs wait on each other: as many as fit at once
+			launch = func(k *runtime.Kernel, grid, block [3]int, shared int, args ...any) error {
+				_, err := g.Dev.LaunchResident(k, grid, block, shared, args...)
+				return err
+			}
+		case i > 0 && p.Target.PDL: // the kernel waits for the one before it
 			launch = g.Dev.LaunchDependent
 		}
 		pr.launch = append(pr.launch, func() error { return launch(k, grid, block, shared, args...) })

@@ -213,6 +213,11 @@ func New(p *ops.Plan) (*Bundle, error) {
 		return nil, err
 	}
 	for i, s := range p.Steps {
+		if s.Func.Waits() {
+			// Its grid must be clamped to what the device holds at once,
+			// which a manifest cannot yet tell a loader.
+			return nil, fmt.Errorf("export %s: kernel %s waits on other programs; such kernels are not exported", p.Op.Name, s.Func.Name)
+		}
 		ek := u.Kernels[i]
 		k := Kernel{Name: s.Func.Name, Symbol: ek.Name, Block: [3]int{ek.Threads, 1, 1}, StaticLDSBytes: ek.LDSBytes,
 			DependentLaunch: i > 0 && p.Target.PDL}

@@ -599,7 +599,7 @@ func argType(a any) string {
 // the device pointer), int32, uint32, int64, float32 or uintptr. The launch
 // is asynchronous: errors of the kernel itself surface at Synchronize.
 func (d *Device) Launch(k *Kernel, grid, block [3]int, sharedBytes int, args ...any) error {
-	return d.launch(k, grid, block, sharedBytes, false, args)
+	return d.launch(k, grid, block, sharedBytes, false, false, args)
 }
 
 // LaunchDependent is Launch for a kernel that may start while the kernel
@@ -615,13 +615,52 @@ func (d *Device) Launch(k *Kernel, grid, block [3]int, sharedBytes int, args ...
 // FP8GEN_PDL=off in the environment when the device was opened, it is
 // Launch.
 func (d *Device) LaunchDependent(k *Kernel, grid, block [3]int, sharedBytes int, args ...any) error {
-	return d.launch(k, grid, block, sharedBytes, d.pdl, args)
+	return d.launch(k, grid, block, sharedBytes, d.pdl, false, args)
+}
+
+// Resident is how many blocks of k, of block threads and sharedBytes of
+// dynamic LDS, the device holds at once: blocks an SM (or CU) times SMs.
+func (d *Device) Resident(k *Kernel, block [3]int, sharedBytes int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable("Resident " + k.name); err != nil {
+		return 0, err
+	}
+	n, err := d.cOccupancy(k, block[0]*block[1]*block[2], sharedBytes)
+	if err != nil {
+		return 0, err
+	}
+	return n * d.props.MultiProcessors, nil
+}
+
+// LaunchResident is Launch for a kernel whose blocks wait on each other
+// (ir.Func.Waits), which is correct on any grid of one axis: the grid is
+// clamped to the blocks the device holds at once (Resident), and on CUDA
+// launched as a cooperative grid, which the driver refuses, rather than
+// runs, where they cannot all be resident (another process's kernels,
+// MPS). It reports the grid launched.
+func (d *Device) LaunchResident(k *Kernel, grid, block [3]int, sharedBytes int, args ...any) ([3]int, error) {
+	if k == nil {
+		return grid, errors.New("runtime: LaunchResident: nil kernel")
+	}
+	if grid[1] != 1 || grid[2] != 1 {
+		return grid, fmt.Errorf("runtime: LaunchResident %s: grid %v: want one axis", k.name, grid)
+	}
+	n, err := d.Resident(k, block, sharedBytes)
+	if err != nil {
+		return grid, err
+	}
+	if n < 1 {
+		return grid, fmt.Errorf("runtime: LaunchResident %s: no block of %v threads and %d B of LDS fits on an SM", k.name, block, sharedBytes)
+	}
+	grid[0] = min(grid[0], n)
+	return grid, d.launch(k, grid, block, sharedBytes, false, d.props.Vendor == target.NVIDIA, args)
 }
 
 // DependentLaunch reports whether LaunchDependent overlaps kernels here.
 func (d *Device) DependentLaunch() bool { return d.pdl }
 
-func (d *Device) launch(k *Kernel, grid, block [3]int, sharedBytes int, dependent bool, args []any) error {
+func (d *Device) launch(k *Kernel, grid, block [3]int, sharedBytes int, dependent, cooperative bool, args []any) error {
 	if k == nil {
 		return errors.New("runtime: Launch: nil kernel")
 	}
@@ -660,7 +699,7 @@ func (d *Device) launch(k *Kernel, grid, block [3]int, sharedBytes int, dependen
 			}
 		}
 	}
-	return d.cLaunch(k, grid, block, sharedBytes, slots, dependent)
+	return d.cLaunch(k, grid, block, sharedBytes, slots, dependent, cooperative)
 }
 
 // ---- events ----

@@ -33,7 +33,7 @@ enum {
 	S_FuncGetParamInfo, S_FuncGetParamCount, S_LaunchKernel, S_StreamCreate, S_StreamSynchronize,
 	S_StreamDestroy, S_EventCreate, S_EventRecord, S_EventSynchronize,
 	S_EventElapsedTime, S_EventDestroy, S_GetErrorName, S_GetErrorString,
-	S_GetDeviceProperties, S_LaunchKernelEx,
+	S_GetDeviceProperties, S_LaunchKernelEx, S_OccupancyMaxActiveBlocks,
 	S_COUNT
 };
 
@@ -133,6 +133,7 @@ static fgRes fg_memset8(fgDev d, fgPtr p, unsigned char v, size_t n, void *s) { 
 static fgRes fg_module_load(fgDev d, void **m, const void *image) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, const void *))fg_fn[S_ModuleLoadData])(m, image)); }
 static fgRes fg_module_unload(fgDev d, void *m) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *))fg_fn[S_ModuleUnload])(m)); }
 static fgRes fg_module_function(fgDev d, void **f, void *m, const char *name) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, void *, const char *))fg_fn[S_ModuleGetFunction])(f, m, name)); }
+static fgRes fg_occupancy(fgDev d, int *n, void *f, int block, size_t shared) { FG_CURRENT(d); FG_RET(((fgResult (*)(int *, void *, int, size_t))fg_fn[S_OccupancyMaxActiveBlocks])(n, f, block, shared)); }
 static fgRes fg_func_get_attr(fgDev d, int *v, int attr, void *f) { FG_CURRENT(d); FG_RET(((fgResult (*)(int *, int, void *))fg_fn[S_FuncGetAttribute])(v, attr, f)); }
 static fgRes fg_func_set_attr(fgDev d, void *f, int attr, int v) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, int, int))fg_fn[S_FuncSetAttribute])(f, attr, v)); }
 static fgRes fg_func_param_count(fgDev d, void *f, size_t *n) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, size_t *))fg_fn[S_FuncGetParamCount])(f, n)); }
@@ -169,10 +170,9 @@ static fgRes fg_launch(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 		f, gx, gy, gz, bx, by, bz, shared, stream, params, NULL));
 }
 
-// fg_launch_dependent is fg_launch through cuLaunchKernelEx with the
-// programmatic stream serialization attribute: the kernel may be scheduled
-// while the previous kernel in the stream finishes, and waits for it with
-// griddepcontrol.wait. The structs are CUlaunchConfig and CUlaunchAttribute
+// With the programmatic stream serialization attribute a kernel may be
+// scheduled while the previous kernel in the stream finishes, and waits
+// for it with griddepcontrol.wait. The structs are CUlaunchConfig and CUlaunchAttribute
 // as cuda.h lays them out (CUDA 12.0+): the attribute's id, padded to 8
 // bytes, then its 64-byte value union.
 typedef struct { unsigned id; unsigned pad; unsigned long long value[8]; } fgLaunchAttr; // 8-aligned, as the union
@@ -182,22 +182,33 @@ typedef struct {
 	fgLaunchAttr *attrs;
 	unsigned nattrs;
 } fgLaunchConfig;
-enum { FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+enum { FG_ATTR_COOPERATIVE = 2, FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
 
-static fgRes fg_launch_dependent(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
+// fg_launch_ex launches through cuLaunchKernelEx with the programmatic
+// stream serialization attribute (dependent) and/or the cooperative one,
+// under which the driver refuses a grid whose blocks cannot all be
+// resident at once rather than run it (a kernel whose blocks wait on each
+// other would hang).
+static fgRes fg_launch_ex(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream,
-		uint64_t *slots, int n) {
+		uint64_t *slots, int n, int dependent, int cooperative) {
 	void *params[FG_MAX_ARGS];
-	fgLaunchAttr attr;
+	fgLaunchAttr attrs[2];
 	fgLaunchConfig cfg;
 	FG_CURRENT(d);
 	fg_params(params, slots, n);
-	memset(&attr, 0, sizeof attr);
-	attr.id = FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
-	attr.value[0] = 1; // programmaticStreamSerializationAllowed: the union's first 4 bytes (little-endian)
+	memset(attrs, 0, sizeof attrs);
 	memset(&cfg, 0, sizeof cfg);
+	if (dependent) {
+		attrs[cfg.nattrs].id = FG_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attrs[cfg.nattrs++].value[0] = 1; // programmaticStreamSerializationAllowed: the union's first 4 bytes (little-endian)
+	}
+	if (cooperative) {
+		attrs[cfg.nattrs].id = FG_ATTR_COOPERATIVE;
+		attrs[cfg.nattrs++].value[0] = 1; // cooperative: likewise
+	}
 	cfg.gx = gx; cfg.gy = gy; cfg.gz = gz; cfg.bx = bx; cfg.by = by; cfg.bz = bz;
-	cfg.shared = shared; cfg.stream = stream; cfg.attrs = &attr; cfg.nattrs = 1;
+	cfg.shared = shared; cfg.stream = stream; cfg.attrs = attrs;
 	FG_RET(((fgResult (*)(const fgLaunchConfig *, void *, void **, void **))fg_fn[S_LaunchKernelEx])(&cfg, f, params, NULL));
 }
 static int fg_has_launch_ex(void) { return fg_fn[S_LaunchKernelEx] != NULL; }
@@ -278,6 +289,8 @@ var symbols = []symbol{
 	{slot: C.S_GetDeviceProperties, hip: "hipGetDevicePropertiesR0600 hipGetDeviceProperties", optional: true},
 	// CUDA 12.0+: programmatic dependent launch (LaunchDependent).
 	{slot: C.S_LaunchKernelEx, cuda: "cuLaunchKernelEx", optional: true},
+	// How many blocks of a kernel an SM holds at once (Kernel.Resident).
+	{slot: C.S_OccupancyMaxActiveBlocks, cuda: "cuOccupancyMaxActiveBlocksPerMultiprocessor", hip: "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor", optional: true},
 }
 
 // Device attribute numbers. CUDA's CUdevice_attribute values are fixed by
@@ -727,7 +740,18 @@ func (d *Device) cParamSizes(f unsafe.Pointer, nargs int) (sizes []int, ok, coun
 	return sizes, true, counted
 }
 
-func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint64, dependent bool) error {
+// cOccupancy is how many blocks of k, of block threads and shared bytes
+// of dynamic LDS, one SM or CU holds at once.
+func (d *Device) cOccupancy(k *Kernel, block, shared int) (int, error) {
+	if C.fg_has(C.S_OccupancyMaxActiveBlocks) == 0 {
+		return 0, fmt.Errorf("runtime: %s: the driver has no occupancy query", k.name)
+	}
+	var n C.int
+	err := d.res(C.fg_occupancy(d.cdev(), &n, k.fn, C.int(block), C.size_t(shared)), C.S_OccupancyMaxActiveBlocks, k.name)
+	return int(n), err
+}
+
+func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint64, dependent, cooperative bool) error {
 	var p *C.uint64_t
 	if len(slots) > 0 {
 		p = (*C.uint64_t)(unsafe.Pointer(&slots[0]))
@@ -736,13 +760,20 @@ func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint
 	bx, by, bz := C.uint(block[0]), C.uint(block[1]), C.uint(block[2])
 	var r C.fgRes
 	slot := C.S_LaunchKernel
-	if dependent {
-		r, slot = C.fg_launch_dependent(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots))), C.S_LaunchKernelEx
+	if dependent || cooperative && cHasLaunchEx() {
+		r, slot = C.fg_launch_ex(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)), cBool(dependent), cBool(cooperative)), C.S_LaunchKernelEx
 	} else {
 		r = C.fg_launch(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)))
 	}
 	return d.res(r, slot, fmt.Sprintf("%s, grid %v, block %v, %d B shared, %d args",
 		k.name, grid, block, shared, len(slots)))
+}
+
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cHasLaunchEx reports whether the driver has cuLaunchKernelEx.
