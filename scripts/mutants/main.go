@@ -524,6 +524,30 @@ var mutants = []mutant{
 		tests:  "^TestQKThetaOnceAToken$",
 		reason: "the backward's theta tables put sin S elements early, over the end of cos",
 	},
+	{
+		file:   "interp/interp.go",
+		old:    "m.dead = m.waiting == m.live",
+		new:    "m.dead = m.waiting > m.live",
+		pkgs:   []string{"./interp"},
+		tests:  "^TestWait",
+		reason: "a wait no program can end hangs the interpreter instead of failing",
+	},
+	{
+		file:   "interp/interp.go",
+		old:    "	m.waiting = 0 // each waiter looks again",
+		new:    "",
+		pkgs:   []string{"./interp"},
+		tests:  "^TestWait",
+		reason: "a signal leaves the programs that saw an old count counted as waiting: a false deadlock",
+	},
+	{
+		file:   "ops/moe_kernels.go",
+		old:    "mid := b.Where(b.Lt(after, keptRows(c)), lo, hi)",
+		new:    "mid := b.Where(b.Lt(after, keptRows(c)), lo, b.Sub(hi, 1))",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestEverySchedule$",
+		reason: "the grouped amax's read-once loop ends a row short, so an empty group's plain loop takes the row before it (the previous group's)",
+	},
 }
 
 func main() {
