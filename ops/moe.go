@@ -225,7 +225,6 @@ var GroupedColwise = register(&Op{
 		{Name: "BY_ROWS", Doc: "1: the two kernels' programs take SPLIT equal ranges of rows whatever the groups, each group of its range in turn; 0: SPLIT programs a group", Domain: schedule.Bool()},
 		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
 		{Name: "PREFETCH", Doc: "1: the grouped loops over a program's tiles load the next tile of x before working on this one (twice x's registers), so that its latency overlaps this tile's work and barriers; 0: each tile is loaded when its turn comes", Domain: schedule.Bool()},
-		{Name: "KEEP", Doc: "KiB of x the two-pass amax reads last with the cache's usual priority (it walks the groups and column blocks from the last, and reads the rest as data read once: first to leave L2; NVIDIA), so that the cast, walking from the first, finds them in L2; 0: plain loads, the grid walked from the first", Domain: schedule.Range("0", "65536")},
 		{Name: "ORDER", Doc: "1: the grid has a group's SPLIT programs (by rows: the ranges) fastest, then the column blocks, then the groups, so that the two-pass programs running at once store runs of SPLIT neighbouring tiles into each row of qt; 0: the column blocks fastest (one tile of each qt row at a time)", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
@@ -236,7 +235,6 @@ var GroupedColwise = register(&Op{
 		{Cond: e("BY_ROWS == 0 || FUSED == 0"), Why: "the by-rows kernels are two (FUSED=0)"},
 		{Cond: e("BY_ROWS == 0 || BLOCK_E >= E"), Why: "a by-rows program reads every group's offsets at once: BLOCK_E must be at least E"},
 		{Cond: e("BY_ROWS == 1 || BLOCK_E == 1"), Why: "BLOCK_E is the by-rows kernels' (BY_ROWS=1); elsewhere it must be 1"},
-		{Cond: e("KEEP == 0 || (ORDER == 1 && FUSED == 0 && BY_ROWS == 0)"), Why: "KEEP is the two-pass kernels' with a group's programs fastest (ORDER=1, FUSED=0, BY_ROWS=0)"},
 	},
 	Candidates: groupedCandidates,
 	Ceiling:    e("2 * T * K <= L2 / 2 ? 100 : 60"),
@@ -258,12 +256,10 @@ var GroupedColwise = register(&Op{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
 		// The fused and by-rows kernels as the H200's tuning ships them
 		// (PREFETCH=1).
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1, "KEEP": 0}},
-		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1, "KEEP": 0}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1}},
+		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1}},
 		// The two-pass kernels as they were before ORDER and PREFETCH.
-		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0, "KEEP": 0}},
-		// The amax walked backward, its last 32 MiB read plainly.
-		{Name: "keep", Schedule: schedule.Params{"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1, "KEEP": 32768}},
+		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -322,13 +318,13 @@ func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}, {"KEEP", e("0")}}
+	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}}
 	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("32")}, two...)...)
 	out[0], out[1] = out[1], out[0]
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"KEEP", e("0")}})
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}})
 	}
 	// By rows: equal ranges of rows, 128 × 64 in 8 waves about 4 blocks a
 	// CU, 64 × 64 in 4 waves about 8 (the same lanes a CU: 114.9 against
@@ -336,7 +332,7 @@ func groupedCandidates() []Candidate {
 	ranges := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
-	byRows := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("1")}, {"BLOCK_E", e("pow2ceil(E)")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"KEEP", e("0")}}
+	byRows := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("1")}, {"BLOCK_E", e("pow2ceil(E)")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}}
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("4")}, byRows...)...)[0])
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("8")}, byRows...)...)[1])
 	return out
@@ -348,10 +344,10 @@ func groupedCandidates() []Candidate {
 // ranges of 64 rows that cut groups, the last one short).
 func groupedTestSchedules() []schedule.Params {
 	kinds := []schedule.Params{
-		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "KEEP": 0},
-		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "KEEP": 0},
-		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "KEEP": 0},
-		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "KEEP": 0},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1},
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
+		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1},
 	}
 	var out []schedule.Params
 	for _, k := range kinds {
@@ -361,14 +357,6 @@ func groupedTestSchedules() []schedule.Params {
 				s["ORDER"], s["PREFETCH"] = order, prefetch
 				out = append(out, s)
 			}
-		}
-	}
-	// The amax walked backward, its last 4 KiB or 16 KiB of x (a few of
-	// the odd shape's 32-column blocks of 200 rows) read plainly, the
-	// rest once; with and without the prefetch.
-	for _, keep := range []int{4, 16} {
-		for _, prefetch := range []int{0, 1} {
-			out = append(out, schedule.Params{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": prefetch, "KEEP": keep})
 		}
 	}
 	return out

@@ -131,19 +131,12 @@ const (
 	axisSplit
 )
 
-// groupedPID is the program's index along one of the grouped grid's axes;
-// in the amax kernel with KEEP > 0 (walkBack) its groups and column
-// blocks are taken from the last, so that it reads last what the cast
-// reads first.
+// groupedPID is the program's index along one of the grouped grid's axes.
 func groupedPID(b *ir.Builder, c *Call, axis int) *ir.Value {
-	a := axis
 	if c.Knob("ORDER") == 1 {
-		a = [3]int{1, 2, 0}[axis]
+		return b.ProgramID([3]int{1, 2, 0}[axis])
 	}
-	if c.walkBack && axis != axisSplit {
-		return b.Sub(b.Sub(b.NumPrograms(a), 1), b.ProgramID(a))
-	}
-	return b.ProgramID(a)
+	return b.ProgramID(axis)
 }
 
 // groupRows loads group g's bounds from offsets and clamps them into
@@ -187,13 +180,6 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 // PREFETCH=1, the next one loaded before body works on this one
 // (tileLoop).
 func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
-	return groupTilesOfXBy(b, c, x, lo, hi, k, byRows, b.Load, inits, body)
-}
-
-// groupTilesOfXBy is groupTilesOfX with its loads by ld (Load, or
-// LoadOnce for data read no more).
-func groupTilesOfXBy(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, ld func(p, mask *ir.Value, other any) *ir.Value,
-	inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	load := func(t0 *ir.Value, ahead bool) *ir.Value {
 		rows, rmask := groupedRows(b, c, t0, lo, hi)
 		if ahead {
@@ -202,7 +188,7 @@ func groupTilesOfXBy(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool
 		cols := groupedCols(b, c)
 		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
 		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
-		return ld(b.PtrAdd(x, offs), mask, nil)
+		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
 	start, step := groupTileStart(b, c, lo, byRows)
 	return tileLoop(b, start, hi, step, c.Knob("BLOCK_T"), c.Knob("PREFETCH") == 1, load, inits,
@@ -227,34 +213,14 @@ func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
 // [lo, hi) and column block into a [BLOCK_T, BLOCK_K] accumulator.
 func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool) *ir.Value {
-	return groupedAmaxRowsBy(b, c, x, lo, hi, k, byRows, b.Load, b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part"))
-}
-
-func groupedAmaxRowsBy(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, ld func(p, mask *ir.Value, other any) *ir.Value, acc0 *ir.Value) *ir.Value {
-	acc := groupTilesOfXBy(b, c, x, lo, hi, k, byRows, ld, []*ir.Value{acc0},
+	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
 		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
 			return []*ir.Value{b.Max(acc[0], b.Abs(xf))}
 		})
 	return acc[0]
 }
 
-// keptRows are the rows of a column block the amax may read last with
-// the cache's usual priority: KEEP KiB of x.
-func keptRows(c *Call) int {
-	return c.Knob("KEEP") * 1024 / (c.DType("x").Bytes() * c.Knob("BLOCK_K"))
-}
-
-// groupedAmaxKernel: with KEEP > 0 the programs walk the groups and
-// column blocks from the last (groupedPID), and those whose column block
-// of their group is among the last KEEP KiB of x the walk reads load
-// plainly; the others read x once (LoadOnce: first to leave L2), so that
-// the cast, which walks from the first, finds its first tiles in L2.
 func groupedAmaxKernel(b *ir.Builder, c *Call) {
-	if c.Knob("KEEP") > 0 {
-		back := *c
-		back.walkBack = true
-		c = &back
-	}
 	x := b.Param("x", c.DType("x"))
 	offsets := b.Param("offsets", ir.I32)
 	amax := b.Param("amax", ir.F32)
@@ -265,17 +231,7 @@ func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
 	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
-	acc := b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")
-	if c.walkBack {
-		// Rows the walk reads after this program's: the rest of its
-		// group's in the column blocks below its own, and every row
-		// before its group (lo) in each column block.
-		after := b.Add(b.Mul(b.Sub(hi, lo), groupedPID(b, c, axisCol)), b.Mul(lo, b.CDiv(k, c.Knob("BLOCK_K")))).Named("rows_after")
-		mid := b.Where(b.Lt(after, keptRows(c)), lo, hi).Named("kept_from") // [lo, mid) read once
-		acc = groupedAmaxRowsBy(b, c, x, lo, mid, k, false, b.LoadOnce, acc)
-		lo = mid
-	}
-	part := b.Reduce(groupedAmaxRowsBy(b, c, x, lo, hi, k, false, b.Load, acc), 0, ir.RMax).Named("amax_part")
+	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)

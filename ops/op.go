@@ -411,9 +411,6 @@ type Call struct {
 	Format   *fp8.Format // the target's format of the fp8 option, if the op has one
 	Index    ir.DType    // the kernels' index arithmetic: i32, or i64 for tensors past 2^31 elements
 	Schedule schedule.Params
-	// walkBack, while a kernel is written: its grid is walked from the
-	// last program (grouped_amax with KEEP > 0, on a copy of the call).
-	walkBack bool
 }
 
 // Size is a size of the shape.
