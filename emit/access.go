@@ -499,10 +499,13 @@ func (e *emitter) loop(v *ir.Value) error {
 }
 
 // syncFn names (and defines once) the device function of signal or wait,
-// which one lane calls. signal is a release at agent scope (the barrier
-// before it orders the other lanes' effects); wait an acquire loop that
-// sleeps between reads, so that the programs it waits for get the issue
-// slots.
+// which one lane calls. signal is a release at agent scope: the barrier
+// before it has every lane's effects done (on AMD each lane also fences
+// at agent scope first, as ROCm's grid sync does, rather than rely on the
+// barrier's release being re-released by lane 0). wait is an acquire loop
+// that sleeps between reads, so that the programs it waits for get the
+// issue slots, and traps after about 2^27 reads (over 10 s): a wait no
+// program can end fails the launch instead of hanging the device.
 func (e *emitter) syncFn(kind string) string {
 	name := "fp8g_" + kind
 	if _, ok := e.helpers[name]; ok {
@@ -513,14 +516,18 @@ func (e *emitter) syncFn(kind string) string {
 	case e.t.Vendor == target.AMD && kind == "signal":
 		body = "  __hip_atomic_fetch_add(p, n, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);"
 	case e.t.Vendor == target.AMD:
-		body = "  while (__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT) < n) __builtin_amdgcn_s_sleep(2);"
+		body = `  for (unsigned i = 0; __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT) < n; i++) {
+    if (i == 1u << 27) __builtin_trap();
+    __builtin_amdgcn_s_sleep(2);
+  }`
 	case kind == "signal":
 		body = `  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(n) : "memory");`
 	default:
-		body = `  for (;;) {
+		body = `  for (unsigned i = 0;; i++) {
     int v;
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     if (v >= n) return;
+    if (i == 1u << 27) __trap();
     __nanosleep(100);
   }`
 	}

@@ -114,7 +114,7 @@ type emitter struct {
 	used    map[string]bool // every name given, so that "h" + 2 is not a parameter's "h2"
 	inline  map[*ir.Value]bool
 	uses    map[*ir.Value]int
-	written map[*ir.Value]bool // pointer arguments some store writes through
+	written map[*ir.Value]bool // pointer arguments some store, atomic, signal or wait writes through
 	last    ir.Pos
 	pending ir.Pos // a source position to print before the next line
 	// tables hold per-register constants that are no short expression of
@@ -222,6 +222,8 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	dyn := f.LDSBytes > 48<<10 && e.t.Vendor == target.NVIDIA
 	k.Dynamic = dyn
 	f.Walk(func(v *ir.Value) {
+		// A counter waited on too: fp8g_wait takes int* (nvcc refused a
+		// const one).
 		if v.Op == ir.OpStore || v.Op == ir.OpAtomic || v.Op == ir.OpSignal || v.Op == ir.OpWait {
 			e.written[root(v.Ptr())] = true
 		}
@@ -524,6 +526,9 @@ func (e *emitter) value(v *ir.Value) error {
 	case ir.OpAtomic:
 		e.atomic(v)
 	case ir.OpSignal:
+		if e.t.Vendor == target.AMD {
+			e.line("__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"agent\");")
+		}
 		e.line("__syncthreads();")
 		e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("signal"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
 	case ir.OpWait:

@@ -14,10 +14,12 @@
 // and LDS accesses in bounds; vectors contiguous and aligned to their
 // width; one mask bit standing for a vector only where the mask is indeed
 // the same over it; loop bounds and if conditions the same in every lane;
-// assumed divisibility. Blocks run in parallel on the host's cores; a
-// kernel that waits on other programs (ir.Func.Waits) runs every program
-// at once, each on its own goroutine, as a GPU must hold them resident,
-// and a wait that no running program can end is reported as a deadlock.
+// assumed divisibility. Blocks run in parallel on the host's cores. A
+// kernel that waits on other programs (ir.Func.Waits) has its grid
+// clamped to MaxResident programs (num_programs reads the clamp, as on a
+// GPU, which holds more), runs them all at once, each on its own
+// goroutine, and reports a wait that no running program can end as a
+// deadlock, where the GPU would hang.
 package interp
 
 import (
@@ -76,13 +78,17 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 		return nil
 	}
 	waits := f.Waits()
-	if waits && total > MaxResident {
+	if waits {
 		// As a device holds only so many programs at once, and a kernel
-		// that waits reads num_programs: fewer programs, the same result.
+		// that waits reads num_programs: fewer programs.
 		if grid[1] != 1 || grid[2] != 1 {
 			return fmt.Errorf("%s waits on other programs: its grid %v must be one-dimensional", f.Name, grid)
 		}
-		grid[0], total = MaxResident, MaxResident
+		if MaxResident < 1 {
+			return fmt.Errorf("%s waits on other programs: interp.MaxResident is %d, want at least 1", f.Name, MaxResident)
+		}
+		grid[0] = min(grid[0], MaxResident)
+		total = grid[0]
 		m.grid = grid
 	}
 	m.sync.L = &m.atomic
@@ -104,8 +110,9 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 	}
 	close(next)
 	// Programs are handed out in id order and a worker stops at its first
-	// failure, so every program below the lowest failing id has run: that
-	// failure is the one reported, whatever the number of workers.
+	// failure, so (for a kernel that does not wait) every program below the
+	// lowest failing id has run: that failure is the one reported, whatever
+	// the number of workers.
 	type failure struct {
 		id  int
 		err error
@@ -128,12 +135,17 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 		}(w)
 	}
 	wg.Wait()
-	// A program that failed leaves those waiting for it deadlocked: its
-	// error is the one to report.
+	// before orders failures: a program's own error before the deadlock it
+	// left the others in, then the lower id.
+	before := func(a, b failure) bool {
+		if da, db := errors.Is(a.err, errDeadlock), errors.Is(b.err, errDeadlock); da != db {
+			return db
+		}
+		return a.id < b.id
+	}
 	first := failure{id: total}
 	for _, f := range fails {
-		if f.err != nil && (first.err == nil || errors.Is(first.err, errDeadlock) && !errors.Is(f.err, errDeadlock) ||
-			errors.Is(first.err, errDeadlock) == errors.Is(f.err, errDeadlock) && f.id < first.id) {
+		if f.err != nil && (first.err == nil || before(f, first)) {
 			first = f
 		}
 	}
@@ -142,7 +154,7 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 
 // MaxResident is the most programs the interpreter runs of a kernel that
 // waits on other programs; it runs them all at once. A variable so that
-// tests may run such a kernel on fewer.
+// a test may run such a kernel on fewer (not while another launches).
 var MaxResident = 8
 
 type machine struct {
@@ -686,6 +698,10 @@ func (b *block) atomicOp(v *ir.Value) error {
 			if !(a.Kind == ir.RMax && d.K == ir.KF32 && isNaN(x.at(t, r))) { // max ignores NaN
 				writeBits(mem, ir.Fold(a.Kind, d, old, x.at(t, r)))
 			}
+			if b.m.waiting > 0 { // it may be a counter a program waits on: each looks again
+				b.m.waiting = 0
+				b.m.sync.Broadcast()
+			}
 			b.m.atomic.Unlock()
 			out[i] = old
 		}
@@ -740,11 +756,12 @@ func (b *block) wait(v *ir.Value) error {
 	for int32(readBits(mem)) < int32(n) {
 		if !m.dead {
 			m.waiting++
-			m.dead = m.waiting == m.live
+			m.dead = m.waiting >= m.live
 		}
 		if m.dead {
 			m.sync.Broadcast()
-			return fmt.Errorf("%s: %w: every program left waits (this one for %s ≥ %d, at %d)", where(v), errDeadlock, b.m.names[p>>48], int32(n), int32(readBits(mem)))
+			buf, off := ptr(p)
+			return fmt.Errorf("%s: %w: every program left waits (this one for %s[%d] ≥ %d, at %d)", where(v), errDeadlock, m.names[buf], off/4, int32(n), int32(readBits(mem)))
 		}
 		m.sync.Wait()
 	}

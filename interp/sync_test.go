@@ -2,6 +2,7 @@ package interp_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,25 +29,37 @@ func TestWaitIsAGridBarrier(t *testing.T) {
 	if !f.Waits() {
 		t.Fatal("Waits() = false for a kernel that waits")
 	}
-	for _, n := range []int{1, 3, interp.MaxResident, 50} {
-		sum, cnt, out := make([]byte, 4), make([]byte, 4), make([]byte, 4*50)
-		if err := launch(t, f, [3]int{n, 1, 1}, sum, cnt, out); err != nil {
-			t.Fatalf("grid %d: %v", n, err)
+	defer func(n int) { interp.MaxResident = n }(interp.MaxResident)
+	for _, n := range []int{1, 3, 8, 50} {
+		for _, resident := range []int{1, 2, 8, 33} {
+			interp.MaxResident = resident
+			gridBarrierRun(t, f, n)
 		}
-		ran := min(n, interp.MaxResident) // the interpreter clamps a waiting kernel's grid
-		want := uint32(ran * (ran + 1) / 2)
-		for p := range ran {
-			if got := binary.LittleEndian.Uint32(out[4*p:]); got != want {
-				t.Errorf("grid %d: program %d read sum %d after the barrier, want %d", n, p, got, want)
-			}
+	}
+}
+
+// gridBarrierRun launches gridBarrier(0) over n programs and checks that
+// the clamped grid's programs each read the whole sum.
+func gridBarrierRun(t *testing.T, f *ir.Func, n int) {
+	t.Helper()
+	what := fmt.Sprintf("grid %d (resident %d)", n, interp.MaxResident)
+	sum, cnt, out := make([]byte, 4), make([]byte, 4), make([]byte, 4*50)
+	if err := launch(t, f, [3]int{n, 1, 1}, sum, cnt, out); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	ran := min(n, interp.MaxResident) // the interpreter clamps a waiting kernel's grid
+	want := uint32(ran * (ran + 1) / 2)
+	for p := range ran {
+		if got := binary.LittleEndian.Uint32(out[4*p:]); got != want {
+			t.Errorf("%s: program %d read sum %d after the barrier, want %d", what, p, got, want)
 		}
-		if got := binary.LittleEndian.Uint32(cnt); got != uint32(ran) {
-			t.Errorf("grid %d: counter %d, want one signal a program (%d)", n, got, ran)
-		}
-		for p := ran; p < 50; p++ {
-			if got := binary.LittleEndian.Uint32(out[4*p:]); got != 0 {
-				t.Errorf("grid %d: program %d ran past the clamp", n, p)
-			}
+	}
+	if got := binary.LittleEndian.Uint32(cnt); got != uint32(ran) {
+		t.Errorf("%s: counter %d, want one signal a program (%d)", what, got, ran)
+	}
+	for p := ran; p < len(out)/4; p++ {
+		if got := binary.LittleEndian.Uint32(out[4*p:]); got != 0 {
+			t.Errorf("%s: program %d ran past the clamp", what, p)
 		}
 	}
 }
@@ -54,7 +67,7 @@ func TestWaitIsAGridBarrier(t *testing.T) {
 func TestWaitDeadlock(t *testing.T) {
 	f := kernel(t, 2, nil, gridBarrier(1))
 	err := launch(t, f, [3]int{4, 1, 1}, make([]byte, 4), make([]byte, 4), make([]byte, 16))
-	if err == nil || !strings.Contains(err.Error(), "deadlock") || !strings.Contains(err.Error(), "count ≥ 5, at 4") {
+	if err == nil || !strings.Contains(err.Error(), "deadlock") || !strings.Contains(err.Error(), "count[0] ≥ 5, at 4") {
 		t.Fatalf("a wait no program can end: got %v, want a deadlock error naming the counter", err)
 	}
 }
@@ -81,5 +94,83 @@ func TestSyncChecks(t *testing.T) {
 	b.Wait(x, 1)
 	if _, err := b.Func(); err == nil || !strings.Contains(err.Error(), "pointer to i32") {
 		t.Errorf("wait on an f32 pointer: got %v", err)
+	}
+}
+
+// A counter moved by an atomic, not a signal, ends a wait too: program 1
+// adds to a with an atomic and then waits on b; program 0 waits on a,
+// then signals b. It ends on a GPU; the interpreter must not call it a
+// deadlock.
+func TestWaitOnAnAtomicCounter(t *testing.T) {
+	f := kernel(t, 2, nil, func(b *ir.Builder) {
+		a, c := b.Param("a", ir.I32), b.Param("b", ir.I32)
+		one := b.Eq(b.ProgramID(0), 1)
+		b.If(one, func() {
+			b.AtomicAdd(a, 1, nil, ir.AcqRel, ir.ScopeAgent)
+			b.Wait(c, 1)
+		})
+		b.If(b.Eq(b.ProgramID(0), 0), func() {
+			b.Wait(a, 1)
+			b.Signal(c, b.Const(ir.I32, 1))
+		})
+	})
+	for range 50 {
+		if err := launch(t, f, [3]int{2, 1, 1}, make([]byte, 4), make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Waits on one counter over two epochs: the count of the second is the
+// first's plus every program's signal again.
+func TestWaitTwice(t *testing.T) {
+	f := kernel(t, 2, nil, func(b *ir.Builder) {
+		sum, cnt, out := b.Param("sum", ir.I32), b.Param("count", ir.I32), b.Param("out", ir.I32)
+		pid, np := b.ProgramID(0), b.NumPrograms(0)
+		b.AtomicAdd(sum, 1, nil, ir.Relaxed, ir.ScopeAgent)
+		b.Signal(cnt, b.Const(ir.I32, 1))
+		b.Wait(cnt, np)
+		first := b.Load(sum, nil, nil)
+		b.AtomicAdd(sum, 1, nil, ir.Relaxed, ir.ScopeAgent)
+		b.Signal(cnt, b.Const(ir.I32, 1))
+		b.Wait(cnt, b.Mul(np, 2))
+		b.Store(b.PtrAdd(out, b.Mul(pid, 2)), first, nil)
+		b.Store(b.PtrAdd(out, b.Add(b.Mul(pid, 2), 1)), b.Load(sum, nil, nil), nil)
+	})
+	for range 20 {
+		out := make([]byte, 8*5)
+		if err := launch(t, f, [3]int{5, 1, 1}, make([]byte, 4), make([]byte, 4), out); err != nil {
+			t.Fatal(err)
+		}
+		for p := range 5 {
+			// The first read sees every first add and maybe some second ones.
+			if a, b := binary.LittleEndian.Uint32(out[8*p:]), binary.LittleEndian.Uint32(out[8*p+4:]); a < 5 || a > 10 || b != 10 {
+				t.Fatalf("program %d read %d after the first wait and %d after the second, want 5–10 and 10", p, a, b)
+			}
+		}
+	}
+}
+
+// A kernel that waits takes a grid of one axis, whatever its size.
+func TestWaitGridOneAxis(t *testing.T) {
+	f := kernel(t, 2, nil, gridBarrier(0))
+	err := launch(t, f, [3]int{2, 2, 1}, make([]byte, 4), make([]byte, 4), make([]byte, 16))
+	if err == nil || !strings.Contains(err.Error(), "one-dimensional") {
+		t.Fatalf("a 2 × 2 grid: got %v, want it refused", err)
+	}
+}
+
+// Signals alone move the counter: each must have the waiters count
+// themselves afresh, or the stale counts add up to a false deadlock.
+func TestWaitSignalsOnly(t *testing.T) {
+	f := kernel(t, 2, nil, func(b *ir.Builder) {
+		cnt := b.Param("count", ir.I32)
+		b.Signal(cnt, b.Const(ir.I32, 1))
+		b.Wait(cnt, b.NumPrograms(0))
+	})
+	for range 50 {
+		if err := launch(t, f, [3]int{8, 1, 1}, make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -615,9 +615,12 @@ func (b *Builder) Signal(p *Value, n any) { b.sync(OpSignal, p, n) }
 
 // Wait holds every lane of the program until the i32 counter at p is at
 // least n (an i32 scalar); loads after it see what the signals it waited
-// for released. Programs that wait on each other must all be resident:
-// the kernel reads num_programs and must be correct for any grid, since
-// a launch may clamp it to what the device holds at once.
+// for released. Only Signal and atomics may move a counter that programs
+// wait on. Programs that wait on each other must all be resident: the
+// kernel's grid has one axis, and it reads num_programs and must be
+// correct for any grid, since a launch clamps it to what the device holds
+// at once (the interpreter to 8): outputs that depend on num_programs
+// differ between the interpreter and a GPU.
 func (b *Builder) Wait(p *Value, n any) { b.sync(OpWait, p, n) }
 
 func (b *Builder) sync(op Op, p *Value, n any) {

@@ -623,7 +623,10 @@ func (d *Device) LaunchDependent(k *Kernel, grid, block [3]int, sharedBytes int,
 func (d *Device) Resident(k *Kernel, block [3]int, sharedBytes int) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.usable("Resident " + k.name); err != nil {
+	if err := d.checkKernel("Resident", k); err != nil {
+		return 0, err
+	}
+	if err := checkLaunch(k.name, &d.props, &k.attrs, [3]int{1, 1, 1}, block, sharedBytes); err != nil {
 		return 0, err
 	}
 	n, err := d.cOccupancy(k, block[0]*block[1]*block[2], sharedBytes)
@@ -635,10 +638,12 @@ func (d *Device) Resident(k *Kernel, block [3]int, sharedBytes int) (int, error)
 
 // LaunchResident is Launch for a kernel whose blocks wait on each other
 // (ir.Func.Waits), which is correct on any grid of one axis: the grid is
-// clamped to the blocks the device holds at once (Resident), and on CUDA
-// launched as a cooperative grid, which the driver refuses, rather than
-// runs, where they cannot all be resident (another process's kernels,
-// MPS). It reports the grid launched.
+// clamped to the blocks the device holds at once (Resident) and launched
+// as a cooperative grid, which the driver schedules only when every block
+// can be resident and refuses if the grid exceeds what the device can
+// ever hold at once (an MPS limit on SMs, say). Where the driver has no
+// cooperative launch it is an error: a plain launch could hang. It
+// reports the grid launched.
 func (d *Device) LaunchResident(k *Kernel, grid, block [3]int, sharedBytes int, args ...any) ([3]int, error) {
 	if k == nil {
 		return grid, errors.New("runtime: LaunchResident: nil kernel")
@@ -651,29 +656,38 @@ func (d *Device) LaunchResident(k *Kernel, grid, block [3]int, sharedBytes int, 
 		return grid, err
 	}
 	if n < 1 {
-		return grid, fmt.Errorf("runtime: LaunchResident %s: no block of %v threads and %d B of LDS fits on an SM", k.name, block, sharedBytes)
+		return grid, fmt.Errorf("runtime: LaunchResident %s: the occupancy query fits no block of %v threads (%d B dynamic + %d B static LDS, %d registers a thread) on an SM",
+			k.name, block, sharedBytes, k.attrs.SharedStatic, k.attrs.Regs)
 	}
 	grid[0] = min(grid[0], n)
-	return grid, d.launch(k, grid, block, sharedBytes, false, d.props.Vendor == target.NVIDIA, args)
+	return grid, d.launch(k, grid, block, sharedBytes, false, true, args)
+}
+
+// checkKernel: k may be used on d (op names the caller in errors).
+func (d *Device) checkKernel(op string, k *Kernel) error {
+	if k == nil {
+		return fmt.Errorf("runtime: %s: nil kernel", op)
+	}
+	if err := d.usable(op + " " + k.name); err != nil {
+		return err
+	}
+	if k.m.d != d {
+		return fmt.Errorf("runtime: %s %s: kernel belongs to device %d, not device %d", op, k.name, k.m.d.ordinal, d.ordinal)
+	}
+	if k.m.unloaded {
+		return fmt.Errorf("runtime: %s %s: its module was unloaded", op, k.name)
+	}
+	return nil
 }
 
 // DependentLaunch reports whether LaunchDependent overlaps kernels here.
 func (d *Device) DependentLaunch() bool { return d.pdl }
 
 func (d *Device) launch(k *Kernel, grid, block [3]int, sharedBytes int, dependent, cooperative bool, args []any) error {
-	if k == nil {
-		return errors.New("runtime: Launch: nil kernel")
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.usable("Launch " + k.name); err != nil {
+	if err := d.checkKernel("Launch", k); err != nil {
 		return err
-	}
-	if k.m.d != d {
-		return fmt.Errorf("runtime: Launch %s: kernel belongs to device %d, not device %d", k.name, k.m.d.ordinal, d.ordinal)
-	}
-	if k.m.unloaded {
-		return fmt.Errorf("runtime: Launch %s: its module was unloaded", k.name)
 	}
 	if err := checkLaunch(k.name, &d.props, &k.attrs, grid, block, sharedBytes); err != nil {
 		return err

@@ -38,6 +38,11 @@
 // start while the one before it finishes (programmatic dependent launch,
 // cuLaunchKernelEx, CUDA sm_90 and up; a plain launch elsewhere, or with
 // FP8GEN_PDL=off): the kernel waits for its predecessor itself.
+// LaunchResident launches a kernel whose blocks wait on each other: its
+// one-axis grid clamped to the blocks the device holds at once (the
+// occupancy query times the SMs), as a cooperative grid
+// (cuLaunchKernelEx's attribute, cuLaunchCooperativeKernel,
+// hipModuleLaunchCooperativeKernel); without one the launch is refused.
 //
 // Known limits on AMD (not testable without an AMD GPU): gcnArchName has no
 // device attribute in ROCm 6+, so it is read by scanning the buffer that

@@ -33,7 +33,7 @@ enum {
 	S_FuncGetParamInfo, S_FuncGetParamCount, S_LaunchKernel, S_StreamCreate, S_StreamSynchronize,
 	S_StreamDestroy, S_EventCreate, S_EventRecord, S_EventSynchronize,
 	S_EventElapsedTime, S_EventDestroy, S_GetErrorName, S_GetErrorString,
-	S_GetDeviceProperties, S_LaunchKernelEx, S_OccupancyMaxActiveBlocks,
+	S_GetDeviceProperties, S_LaunchKernelEx, S_OccupancyMaxActiveBlocks, S_LaunchCooperative,
 	S_COUNT
 };
 
@@ -170,11 +170,23 @@ static fgRes fg_launch(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 		f, gx, gy, gz, bx, by, bz, shared, stream, params, NULL));
 }
 
+// fg_launch_cooperative: cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel,
+// cuLaunchKernel's arguments without extra.
+static fgRes fg_launch_cooperative(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
+		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream,
+		uint64_t *slots, int n) {
+	void *params[FG_MAX_ARGS];
+	FG_CURRENT(d);
+	fg_params(params, slots, n);
+	FG_RET(((fgResult (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			unsigned, void *, void **))fg_fn[S_LaunchCooperative])(f, gx, gy, gz, bx, by, bz, shared, stream, params));
+}
+
 // With the programmatic stream serialization attribute a kernel may be
 // scheduled while the previous kernel in the stream finishes, and waits
-// for it with griddepcontrol.wait. The structs are CUlaunchConfig and CUlaunchAttribute
-// as cuda.h lays them out (CUDA 12.0+): the attribute's id, padded to 8
-// bytes, then its 64-byte value union.
+// for it with griddepcontrol.wait. The structs are CUlaunchConfig and
+// CUlaunchAttribute as cuda.h lays them out (CUDA 12.0+): the attribute's
+// id, padded to 8 bytes, then its 64-byte value union.
 typedef struct { unsigned id; unsigned pad; unsigned long long value[8]; } fgLaunchAttr; // 8-aligned, as the union
 typedef struct {
 	unsigned gx, gy, gz, bx, by, bz, shared;
@@ -289,8 +301,10 @@ var symbols = []symbol{
 	{slot: C.S_GetDeviceProperties, hip: "hipGetDevicePropertiesR0600 hipGetDeviceProperties", optional: true},
 	// CUDA 12.0+: programmatic dependent launch (LaunchDependent).
 	{slot: C.S_LaunchKernelEx, cuda: "cuLaunchKernelEx", optional: true},
-	// How many blocks of a kernel an SM holds at once (Kernel.Resident).
+	// How many blocks of a kernel an SM holds at once (Device.Resident).
 	{slot: C.S_OccupancyMaxActiveBlocks, cuda: "cuOccupancyMaxActiveBlocksPerMultiprocessor", hip: "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor", optional: true},
+	// A cooperative launch where cuLaunchKernelEx is not (LaunchResident).
+	{slot: C.S_LaunchCooperative, cuda: "cuLaunchCooperativeKernel", hip: "hipModuleLaunchCooperativeKernel", optional: true},
 }
 
 // Device attribute numbers. CUDA's CUdevice_attribute values are fixed by
@@ -760,9 +774,14 @@ func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint
 	bx, by, bz := C.uint(block[0]), C.uint(block[1]), C.uint(block[2])
 	var r C.fgRes
 	slot := C.S_LaunchKernel
-	if dependent || cooperative && cHasLaunchEx() {
+	switch {
+	case dependent || cooperative && cHasLaunchEx():
 		r, slot = C.fg_launch_ex(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)), cBool(dependent), cBool(cooperative)), C.S_LaunchKernelEx
-	} else {
+	case cooperative && C.fg_has(C.S_LaunchCooperative) != 0:
+		r, slot = C.fg_launch_cooperative(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots))), C.S_LaunchCooperative
+	case cooperative:
+		return fmt.Errorf("runtime: Launch %s: the driver has no cooperative launch, and a kernel whose blocks wait on each other could hang without one", k.name)
+	default:
 		r = C.fg_launch(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)))
 	}
 	return d.res(r, slot, fmt.Sprintf("%s, grid %v, block %v, %d B shared, %d args",

@@ -495,11 +495,12 @@ var Cases = []Case{
 			if n < 1 || n > len(seen)/4 {
 				t.Fatalf("%d programs ran of a grid of %d", n, len(seen)/4)
 			}
-			if want := int32(n * (n + 1) / 2); GetI32(sum, 0) != want {
-				t.Errorf("sum %d after %d programs, want %d", GetI32(sum, 0), n, want)
+			whole := int32(n * (n + 1) / 2)
+			if GetI32(sum, 0) != whole {
+				t.Errorf("sum %d after %d programs, want %d", GetI32(sum, 0), n, whole)
 			}
 			for p := range len(seen) / 4 {
-				want := int32(n * (n + 1) / 2)
+				want := whole
 				if p >= n {
 					want = 0 // no such program ran
 				}

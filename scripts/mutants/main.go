@@ -526,7 +526,7 @@ var mutants = []mutant{
 	},
 	{
 		file:   "interp/interp.go",
-		old:    "m.dead = m.waiting == m.live",
+		old:    "m.dead = m.waiting >= m.live",
 		new:    "m.dead = m.waiting > m.live",
 		pkgs:   []string{"./interp"},
 		tests:  "^TestWait",
@@ -539,6 +539,30 @@ var mutants = []mutant{
 		pkgs:   []string{"./interp"},
 		tests:  "^TestWait",
 		reason: "a signal leaves the programs that saw an old count counted as waiting: a false deadlock",
+	},
+	{
+		file:   "interp/interp.go",
+		old:    "if b.m.waiting > 0 { // it may be a counter a program waits on: each looks again",
+		new:    "if false {",
+		pkgs:   []string{"./interp"},
+		tests:  "^TestWaitOnAnAtomicCounter$",
+		reason: "an atomic that moves a waited-on counter wakes no one: a false deadlock",
+	},
+	{
+		file:   "emit/access.go",
+		old:    "red.release.gpu.global.add.s32",
+		new:    "red.relaxed.gpu.global.add.s32",
+		pkgs:   []string{"./emit"},
+		tests:  "^TestSignalWaitEmitted$",
+		reason: "a signal on NVIDIA releases nothing: a waiter may read the amaxes before they land",
+	},
+	{
+		file:   "emit/emit.go",
+		old:    "v.Op == ir.OpAtomic || v.Op == ir.OpSignal || v.Op == ir.OpWait {",
+		new:    "v.Op == ir.OpAtomic {",
+		pkgs:   []string{"./emit"},
+		tests:  "^TestSignalWaitEmitted$",
+		reason: "a counter only signalled and waited on is emitted const, which nvcc refuses",
 	},
 }
 
