@@ -554,7 +554,7 @@ var mutants = []mutant{
 		new:    "red.relaxed.gpu.global.add.s32",
 		pkgs:   []string{"./emit"},
 		tests:  "^TestSignalWaitEmitted$",
-		reason: "a signal on NVIDIA releases nothing: a waiter may read the amaxes before they land",
+		reason: "a signal on NVIDIA releases nothing: a waiter may read what was written before it too early",
 	},
 	{
 		file:   "emit/emit.go",
