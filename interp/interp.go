@@ -713,21 +713,13 @@ func (b *block) atomicOp(v *ir.Value) error {
 // after a barrier) and wakes the waiting programs to look again.
 func (b *block) signal(v *ir.Value) error {
 	b.race.barrier()
-	p, err := b.uniform(v.Args[0], "the signal's counter")
-	if err != nil {
-		return err
-	}
-	n, err := b.uniform(v.Args[1], "the signal's count")
-	if err != nil {
-		return err
-	}
-	mem, err := b.access(v, p, 4)
+	_, n, mem, err := b.counter(v)
 	if err != nil {
 		return err
 	}
 	m := b.m
 	m.atomic.Lock()
-	writeBits(mem, uint64(uint32(int32(readBits(mem))+int32(n))))
+	writeBits(mem, uint64(uint32(int32(readBits(mem))+n)))
 	m.waiting = 0 // each waiter looks again
 	m.sync.Broadcast()
 	m.atomic.Unlock()
@@ -738,22 +730,14 @@ func (b *block) signal(v *ir.Value) error {
 // program waits on a count not reached, none can signal: a deadlock, which
 // the GPU would hang on.
 func (b *block) wait(v *ir.Value) error {
-	p, err := b.uniform(v.Args[0], "the wait's counter")
-	if err != nil {
-		return err
-	}
-	n, err := b.uniform(v.Args[1], "the wait's count")
-	if err != nil {
-		return err
-	}
-	mem, err := b.access(v, p, 4)
+	p, n, mem, err := b.counter(v)
 	if err != nil {
 		return err
 	}
 	m := b.m
 	m.atomic.Lock()
 	defer m.atomic.Unlock()
-	for int32(readBits(mem)) < int32(n) {
+	for int32(readBits(mem)) < n {
 		if !m.dead {
 			m.waiting++
 			m.dead = m.waiting >= m.live
@@ -761,7 +745,7 @@ func (b *block) wait(v *ir.Value) error {
 		if m.dead {
 			m.sync.Broadcast()
 			buf, off := ptr(p)
-			return fmt.Errorf("%s: %w: every program left waits (this one for %s[%d] ≥ %d, at %d)", where(v), errDeadlock, m.names[buf], off/4, int32(n), int32(readBits(mem)))
+			return fmt.Errorf("%s: %w: every program left waits (this one for %s[%d] ≥ %d, at %d)", where(v), errDeadlock, m.names[buf], off/4, n, int32(readBits(mem)))
 		}
 		m.sync.Wait()
 	}
@@ -771,6 +755,21 @@ func (b *block) wait(v *ir.Value) error {
 
 // errDeadlock is a wait that no program can end: on a GPU, a hang.
 var errDeadlock = errors.New("deadlock")
+
+// counter is a signal's or wait's counter (its address and memory) and
+// count, each the same in every lane.
+func (b *block) counter(v *ir.Value) (p uint64, n int32, mem []byte, err error) {
+	what := "the " + v.Op.Name() + "'s "
+	if p, err = b.uniform(v.Args[0], what+"counter"); err != nil {
+		return 0, 0, nil, err
+	}
+	c, err := b.uniform(v.Args[1], what+"count")
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	mem, err = b.access(v, p, 4)
+	return p, int32(c), mem, err
+}
 
 // exit is a worker's end: the programs still waiting may now be all there is.
 func (m *machine) exit() {
