@@ -12,15 +12,7 @@ import (
 // read-only (.nc) where nothing writes through the pointer and ordered
 // where the kernel writes it in place, and are plain loads on AMD.
 func TestEvictFirstLoads(t *testing.T) {
-	var c captest.Case
-	for _, k := range captest.All() {
-		if k.Name == "loads read once" {
-			c = k
-		}
-	}
-	if c.Build == nil {
-		t.Fatal(`no capability case "loads read once"`)
-	}
+	c := captest.Named(t, "loads read once")
 	for _, name := range []string{"sm_90", "gfx942"} {
 		tg, err := target.Lookup(name)
 		if err != nil {

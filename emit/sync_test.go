@@ -13,15 +13,7 @@ import (
 // signal and after the wait, the release and acquire at agent scope, the
 // bounded spin, and the counter passed as int* (not const).
 func TestSignalWaitEmitted(t *testing.T) {
-	var c captest.Case
-	for _, k := range captest.All() {
-		if k.Name == "programs waiting on each other" {
-			c = k
-		}
-	}
-	if c.Build == nil {
-		t.Fatal(`no capability case "programs waiting on each other"`)
-	}
+	c := captest.Named(t, "programs waiting on each other")
 	for _, name := range []string{"sm_90", "gfx942"} {
 		tg, err := target.Lookup(name)
 		if err != nil {

@@ -698,10 +698,7 @@ func (b *block) atomicOp(v *ir.Value) error {
 			if !(a.Kind == ir.RMax && d.K == ir.KF32 && isNaN(x.at(t, r))) { // max ignores NaN
 				writeBits(mem, ir.Fold(a.Kind, d, old, x.at(t, r)))
 			}
-			if b.m.waiting > 0 { // it may be a counter a program waits on: each looks again
-				b.m.waiting = 0
-				b.m.sync.Broadcast()
-			}
+			b.m.moved() // it may be a counter a program waits on
 			b.m.atomic.Unlock()
 			out[i] = old
 		}
@@ -720,8 +717,7 @@ func (b *block) signal(v *ir.Value) error {
 	m := b.m
 	m.atomic.Lock()
 	writeBits(mem, uint64(uint32(int32(readBits(mem))+n)))
-	m.waiting = 0 // each waiter looks again
-	m.sync.Broadcast()
+	m.moved()
 	m.atomic.Unlock()
 	return nil
 }
@@ -769,6 +765,17 @@ func (b *block) counter(v *ir.Value) (p uint64, n int32, mem []byte, err error) 
 	}
 	mem, err = b.access(v, p, 4)
 	return p, int32(c), mem, err
+}
+
+// moved is a counter changed, by a signal or an atomic (m.atomic held):
+// each waiting program looks again, and counts itself again if it still
+// waits. Every parked waiter counted itself, so none waits when none is
+// counted.
+func (m *machine) moved() {
+	if m.waiting > 0 {
+		m.waiting = 0
+		m.sync.Broadcast()
+	}
 }
 
 // exit is a worker's end: the programs still waiting may now be all there is.

@@ -159,27 +159,21 @@ static void fg_params(void **params, uint64_t *slots, int n) {
 	for (i = 0; i < FG_MAX_ARGS; i++) params[i] = i < n ? (void *)&slots[i] : (void *)fg_zeros;
 }
 
+// fg_launch launches through cuLaunchKernel / hipModuleLaunchKernel or,
+// with cooperative, cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel
+// (the same arguments without extra).
 static fgRes fg_launch(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
 		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream,
-		uint64_t *slots, int n) {
+		uint64_t *slots, int n, int cooperative) {
 	void *params[FG_MAX_ARGS];
 	FG_CURRENT(d);
 	fg_params(params, slots, n);
+	if (cooperative)
+		FG_RET(((fgResult (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				unsigned, void *, void **))fg_fn[S_LaunchCooperative])(f, gx, gy, gz, bx, by, bz, shared, stream, params));
 	FG_RET(((fgResult (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			unsigned, void *, void **, void **))fg_fn[S_LaunchKernel])(
 		f, gx, gy, gz, bx, by, bz, shared, stream, params, NULL));
-}
-
-// fg_launch_cooperative: cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel,
-// cuLaunchKernel's arguments without extra.
-static fgRes fg_launch_cooperative(fgDev d, void *f, unsigned gx, unsigned gy, unsigned gz,
-		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream,
-		uint64_t *slots, int n) {
-	void *params[FG_MAX_ARGS];
-	FG_CURRENT(d);
-	fg_params(params, slots, n);
-	FG_RET(((fgResult (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			unsigned, void *, void **))fg_fn[S_LaunchCooperative])(f, gx, gy, gz, bx, by, bz, shared, stream, params));
 }
 
 // With the programmatic stream serialization attribute a kernel may be
@@ -778,11 +772,11 @@ func (d *Device) cLaunch(k *Kernel, grid, block [3]int, shared int, slots []uint
 	case dependent || cooperative && cHasLaunchEx():
 		r, slot = C.fg_launch_ex(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)), cBool(dependent), cBool(cooperative)), C.S_LaunchKernelEx
 	case cooperative && C.fg_has(C.S_LaunchCooperative) != 0:
-		r, slot = C.fg_launch_cooperative(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots))), C.S_LaunchCooperative
+		r, slot = C.fg_launch(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)), 1), C.S_LaunchCooperative
 	case cooperative:
 		return fmt.Errorf("runtime: Launch %s: the driver has no cooperative launch, and a kernel whose blocks wait on each other could hang without one", k.name)
 	default:
-		r = C.fg_launch(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)))
+		r = C.fg_launch(d.cdev(), k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), d.stream, p, C.int(len(slots)), 0)
 	}
 	return d.res(r, slot, fmt.Sprintf("%s, grid %v, block %v, %d B shared, %d args",
 		k.name, grid, block, shared, len(slots)))

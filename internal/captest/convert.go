@@ -70,3 +70,15 @@ func convertCase(f *fp8.Format) Case {
 
 // All is Cases and Conversions.
 func All() []Case { return append(append([]Case(nil), Cases...), Conversions()...) }
+
+// Named is the case of All called name; the test fails without one.
+func Named(t testing.TB, name string) Case {
+	t.Helper()
+	for _, c := range All() {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no capability case %q", name)
+	return Case{}
+}
