@@ -34,6 +34,11 @@ import (
 // blocks of the programs running at once fit there. The grouped op's
 // programs may also take equal ranges of rows instead of groups
 // (BY_ROWS=1), so that a long group makes no tail.
+//
+// qt's rows start T bytes apart, so T's alignment reaches the memory
+// system: at T ≡ 16 (mod 32) every other row's stores straddle 32-byte
+// sectors, and the H200 ran the grouped cast 1.6× as long as at a
+// multiple of 32 (bench/NOTES.md, sixteenth session).
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
