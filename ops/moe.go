@@ -36,9 +36,10 @@ import (
 // (BY_ROWS=1), so that a long group makes no tail.
 //
 // qt's rows start T bytes apart, so T's alignment reaches the memory
-// system: at T ≡ 16 (mod 32) every other row's stores straddle 32-byte
-// sectors, and the H200 ran the grouped cast 1.6× as long as at a
-// multiple of 32 (bench/NOTES.md, sixteenth session).
+// system: at T ≡ 16 (mod 32) every other row's 64-byte stores start 16
+// bytes into a 32-byte sector, and the H200 ran the grouped cast 1.6× as
+// long at T = 65520 as at 65536 (the shipped schedule; bench/NOTES.md,
+// sixteenth session).
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})

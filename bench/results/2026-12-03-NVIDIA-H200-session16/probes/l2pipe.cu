@@ -17,11 +17,15 @@
 // median of 30. Outputs are compared with a naive reference.
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 -o l2pipe l2pipe.cu
 // Run: l2pipe (session 16's call 9), l2pipe call3 | call8 | one (ncu's
-// case). Calls 1 and 2 ran earlier states of this file: call 1 in steps
-// (the amax of unit s beside the cast of unit s-1, so a cast's unit had
-// finished only a step before) with every atomicking lane fencing; call 2
-// in the order above, with register buffers only (no ring), the fence as
-// an option and its ncu case pipe<256, KN> at 2 blocks a SM.
+// case in call 3). Only call 9 ran this file as it is. Calls 1 and 2 ran
+// earlier states: call 1 in steps (the amax of unit s beside the cast of
+// unit s-1, so a cast's unit had finished only a step before) with every
+// atomicking lane fencing; call 2 in the order above, with register
+// buffers only (no ring), the fence as an option and its ncu case
+// pipe<256, KN> at 2 blocks a SM. Calls 3 and 8 ran it before the walk
+// (items by binary search only): "call3" and "call8" repeat their
+// configurations with walk 0, but the build differs (call 8's
+// pipe<128, KN> had 89 registers and 2 blocks a SM; this one has 80 and 3).
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cmath>
