@@ -60,7 +60,9 @@ step() {
 	local rc=$?
 	note "$name: rc=$rc ($(($(date +%s) - t0)) s)$([ $rc = 124 ] && echo ', stopped at its time limit')"
 }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/gpu.txt" 2>&1
+# uuid and bus: which of the lent machines ran it (two H200s have timed the
+# same binary 1.4% apart)
+nvidia-smi --query-gpu=name,uuid,pci.bus_id,driver_version,clocks.sm,clocks.mem --format=csv > "$R/gpu.txt" 2>&1
 checks=${CHECKS:-$((deadline / 2))} # the tests' and sanitizers' bound
 if [[ $stages == *" tests "* ]]; then
 	(cd runtime && step runtime-tests 200 "$bin/runtime.test" -test.v -test.run GPU) &

@@ -12,11 +12,14 @@
 # every line with NCU=1) ncu also reads each kernel's duration of one
 # launch into OUTDIR/kernels.tsv, to say which kernel of a chain a knob
 # moved. DEADLINE (seconds, default 500) stops the sweep between points.
+# OUTDIR/gpu.txt names the GPU (nvidia-smi's name, uuid and bus).
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
 bin=$(cd "${BIN:-.gpurun}" && pwd) || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 export FP8GEN_CACHE=${FP8GEN_CACHE:-/tmp/fp8gen-jit}
+# which GPU timed the sweep: two H200s have timed the same binary 1.4% apart
+nvidia-smi --query-gpu=name,uuid,pci.bus_id,driver_version --format=csv >> "$out/gpu.txt" 2>&1
 start=$(date +%s)
 n=0
 while read -r op shape sched flag; do
