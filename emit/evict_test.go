@@ -12,18 +12,9 @@ import (
 // read-only (.nc) where nothing writes through the pointer and ordered
 // where the kernel writes it in place, and are plain loads on AMD.
 func TestEvictFirstLoads(t *testing.T) {
-	c := captest.Named(t, "loads read once")
-	for _, name := range []string{"sm_90", "gfx942"} {
-		tg, err := target.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := Emit(c.Lower(t, tg), "loads read once")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := k.Source
-		if tg.Vendor == target.AMD {
+	for _, e := range emittedOn(t, "loads read once", "loads read once", "sm_90", "gfx942") {
+		name, src := e.tg.Name, e.src
+		if e.tg.Vendor == target.AMD {
 			if strings.Contains(src, "evict") {
 				t.Errorf("%s: an evict-first load on AMD:\n%s", name, src)
 			}
@@ -44,4 +35,30 @@ func TestEvictFirstLoads(t *testing.T) {
 			}
 		}
 	}
+}
+
+// emitted is a capability case's kernel source for one target.
+type emitted struct {
+	tg  *target.Target
+	src string
+}
+
+// emittedOn lowers the capability case caseName for each target named
+// and emits it as kernel.
+func emittedOn(t *testing.T, caseName, kernel string, targets ...string) []emitted {
+	t.Helper()
+	c := captest.Named(t, caseName)
+	var out []emitted
+	for _, name := range targets {
+		tg, err := target.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := Emit(c.Lower(t, tg), kernel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, emitted{tg, k.Source})
+	}
+	return out
 }

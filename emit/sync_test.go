@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fp8gen/fp8gen/internal/captest"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -13,17 +12,8 @@ import (
 // signal and after the wait, the release and acquire at agent scope, the
 // bounded spin, and the counter passed as int* (not const).
 func TestSignalWaitEmitted(t *testing.T) {
-	c := captest.Named(t, "programs waiting on each other")
-	for _, name := range []string{"sm_90", "gfx942"} {
-		tg, err := target.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := Emit(c.Lower(t, tg), "waits")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := k.Source
+	for _, e := range emittedOn(t, "programs waiting on each other", "waits", "sm_90", "gfx942") {
+		tg, name, src := e.tg, e.tg.Name, e.src
 		order := []string{`__syncthreads\(\);\s+if \(threadIdx\.x == 0\) fp8g_signal\(count, 1\);`, `fp8g_wait\(count, .*\);\s+__syncthreads\(\);`}
 		want := []string{`int\* __restrict__ count`, `if \(i == 1u << 27\) __(builtin_)?trap\(\);`}
 		if tg.Vendor == target.AMD {
