@@ -5,8 +5,12 @@
 // in it before falling back to the op's preferred candidate.
 //
 // A shape class groups the shapes one schedule suits: each size rounded
-// up to a power of two, with the power of two up to 16 that divides it
-// (the specialization the kernels are compiled for). A looked-up schedule
+// up to a power of two, with the power of two up to 32 that divides it
+// (16 is the widest vector the kernels are compiled for; 32 is the sector
+// that the rows of a transposed fp8 output start in, which a tall tile
+// straddles less often). An entry written under the earlier definition
+// (divisors up to 16) is given its class under this one when a file is
+// read, from the shape it was tuned at. A looked-up schedule
 // is still held to the op's constraints at the actual shape; one that
 // fails them is not used.
 //
@@ -70,10 +74,12 @@ type Cache struct {
 }
 
 // Class is a shape's class: each size rounded up to a power of two, and
-// its power-of-two divisor up to 16, in the op's size order
-// ("M=8192/16,K=8192/16").
-func Class(op *ops.Op, sh ops.Shape) string {
-	div := ops.Divisors(sh)
+// its power-of-two divisor up to 32, in the op's size order
+// ("M=8192/32,K=8192/32").
+func Class(op *ops.Op, sh ops.Shape) string { return classUpTo(op, sh, 32) }
+
+// classUpTo is Class with divisors up to most.
+func classUpTo(op *ops.Op, sh ops.Shape, most int) string {
 	var parts []string
 	for _, n := range op.Sizes {
 		v := sh[n]
@@ -81,9 +87,36 @@ func Class(op *ops.Op, sh ops.Shape) string {
 		if v > 1 {
 			p = 1 << bits.Len(uint(v-1))
 		}
-		parts = append(parts, fmt.Sprintf("%s=%d/%d", n, p, div[n]))
+		d := 1
+		for d < most && v%(d*2) == 0 {
+			d *= 2
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d/%d", n, p, d))
 	}
 	return strings.Join(parts, ",")
+}
+
+// classOf is e's class: the one it names, or where that is its shape's
+// class under the first definition (divisors up to 16, before 2026-12-03),
+// its shape's class now.
+func classOf(e Entry) string {
+	op, err := ops.Lookup(e.Op)
+	if err != nil {
+		return e.Class
+	}
+	sh := ops.Shape{}
+	for _, kv := range strings.Split(e.Shape, ",") {
+		n, v, ok := strings.Cut(kv, "=")
+		x, err := strconv.Atoi(v)
+		if !ok || err != nil || x < 1 || !slices.Contains(op.Sizes, n) {
+			return e.Class
+		}
+		sh[n] = x
+	}
+	if len(sh) != len(op.Sizes) || e.Class != classUpTo(op, sh, 16) {
+		return e.Class
+	}
+	return Class(op, sh)
 }
 
 // New is an empty cache.
@@ -124,6 +157,7 @@ func parse(name string, data []byte) (*Cache, []string) {
 	}
 	if json.Unmarshal(data, &whole) == nil && whole.Version == Version && !slices.ContainsFunc(whole.Entries, func(e Entry) bool { return check(e) != "" }) {
 		for _, e := range whole.Entries {
+			e.Class = classOf(e)
 			c.entries[e.Key] = e
 		}
 		return c, nil
@@ -152,6 +186,7 @@ func parse(name string, data []byte) (*Cache, []string) {
 			c.kept = append(c.kept, raw)
 			continue
 		}
+		e.Class = classOf(e)
 		c.entries[e.Key] = e
 	}
 	return c, warn

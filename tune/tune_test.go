@@ -17,8 +17,9 @@ func TestClass(t *testing.T) {
 		sh   ops.Shape
 		want string
 	}{
-		{ops.Shape{"M": 8192, "K": 8192}, "M=8192/16,K=8192/16"},
-		{ops.Shape{"M": 5000, "K": 7168}, "M=8192/8,K=8192/16"},
+		{ops.Shape{"M": 8192, "K": 8192}, "M=8192/32,K=8192/32"},
+		{ops.Shape{"M": 8176, "K": 8192}, "M=8192/16,K=8192/32"},
+		{ops.Shape{"M": 5000, "K": 7168}, "M=8192/8,K=8192/32"},
 		{ops.Shape{"M": 1, "K": 33}, "M=1/1,K=64/1"},
 	} {
 		if got := Class(rw, c.sh); got != c.want {
@@ -28,7 +29,7 @@ func TestClass(t *testing.T) {
 }
 
 func entry(op string, sched map[string]int) Entry {
-	return Entry{Key: Key{Op: op, Options: "fp8=e4m3,in=bf16,pow2=false", Target: "sm_90", Class: "M=8192/16,K=8192/16", Compiler: "nvcc Cuda compilation tools, release 12.8"},
+	return Entry{Key: Key{Op: op, Options: "fp8=e4m3,in=bf16,pow2=false", Target: "sm_90", Class: "M=8192/32,K=8192/32", Compiler: "nvcc Cuda compilation tools, release 12.8"},
 		Schedule: sched, TimeUS: 60.9, Shape: "M=8192,K=8192", Timed: 8, GPU: "NVIDIA H200", Date: "2026-12-01"}
 }
 
@@ -167,5 +168,35 @@ func TestShipped(t *testing.T) {
 	k.Class = "M=1/1,K=1/1"
 	if _, ok := own.LookupAnyCompiler(k); ok {
 		t.Error("LookupAnyCompiler matched another class")
+	}
+}
+
+// An entry written when classes held divisors up to 16 is found under its
+// shape's class now; one whose class is not its shape's old class keeps
+// the class it names.
+func TestOldClassesMigrate(t *testing.T) {
+	old := entry("rowwise_cast", map[string]int{"BLOCK_K": 8192, "LOOP": 0, "PER_CU": 0, "PREFETCH": 0, "ROWS": 1, "WARPS": 8})
+	old.Class = "M=8192/16,K=8192/16"
+	other := old
+	other.Class = "M=8192/16,K=8192/8"
+	other.Compiler = "another"
+	path := filepath.Join(t.TempDir(), "tune.json")
+	c := New()
+	c.Put(old)
+	c.Put(other)
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, warn := Load(path)
+	if len(warn) != 0 {
+		t.Fatal(warn)
+	}
+	k := old.Key
+	k.Class = "M=8192/32,K=8192/32"
+	if e, ok := got.Lookup(k); !ok || e.Schedule["WARPS"] != 8 {
+		t.Errorf("the old entry under %s: %+v, %v", k.Class, e, ok)
+	}
+	if _, ok := got.Lookup(other.Key); !ok {
+		t.Errorf("the entry of class %s was not kept under it", other.Class)
 	}
 }

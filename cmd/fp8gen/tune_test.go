@@ -81,8 +81,8 @@ func TestRunUsesTuningCache(t *testing.T) {
 	args := cpu("run", "rowwise_cast", "--shape", "M=64,K=256", "--target", "gfx942")
 	code, out, errs := fp8gen(t, args...)
 	want(t, args, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
-	// Another shape of the class (K rounds up to 256, divisible by 16).
-	other := cpu("run", "rowwise_cast", "--shape", "M=48,K=240", "--target", "gfx942")
+	// Another shape of the class (K rounds up to 256, divisible by 32).
+	other := cpu("run", "rowwise_cast", "--shape", "M=64,K=224", "--target", "gfx942")
 	code, out, errs = fp8gen(t, other...)
 	want(t, other, code, 0, out+errs, "schedule BLOCK_K=256,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=2,WARPS=2", "schedule from the tuning cache", "bit-exact")
 	// Entries that do not hold at the shape are reported and not used: a
