@@ -274,13 +274,17 @@ func (e *emitter) store(v *ir.Value) {
 	vt := vecType(vb)
 	e.vectors(n, vec, func(r string) {
 		val := pack(d, vb, func(j int) string { return e.top(x, reg(r, j)) })
+		put := fmt.Sprintf("*(%s*)(%s) = %s;", vt, e.top(p, r), val)
+		if v.Mem().Unaligned { // in aligned pieces, the address's alignment known at run time
+			put = fmt.Sprintf("fp8g_st_any((uint8_t*)(%s), %s);", e.top(p, r), val)
+		}
 		if v.Mem().Uniform || always(m) { // the first element's mask stands for the vector
-			e.line("%s*(%s*)(%s) = %s;", e.guard(m, r), vt, e.top(p, r), val)
+			e.line("%s%s", e.guard(m, r), put)
 			return
 		}
 		conds := e.wholeConds(v, m, r, vec)
 		e.line("if (%s) {", strings.Join(conds, " && "))
-		e.line("  *(%s*)(%s) = %s;", vt, e.top(p, r), val)
+		e.line("  %s", put)
 		e.line("} else {")
 		for j := 0; j < vec; j++ {
 			rj := reg(r, j)

@@ -63,6 +63,7 @@ FP8G_FN float fp8g_pow2_floor(float x) {
   return __uint_as_float(u & 0xff800000u);
 }
 `},
+		{"fp8g_st_any", stAny},
 		{"fp8g_f32_to_i32", `// Truncate toward zero, saturate, NaN to 0.
 FP8G_FN int fp8g_f32_to_i32(float f) {
   if (f != f) return 0;
@@ -275,3 +276,48 @@ func maxMin(hw bool) (max, min string) {
 }
 `
 }
+
+// stAny is the store of an Unaligned vector (ir.MemAttr): the n bytes of a
+// vector at any address p, in naturally aligned pieces of 1, 2, 4 and 8
+// bytes up to the next n-byte boundary and then the rest, low bytes first
+// (popcount(n - p%n) + popcount(p%n) stores; one where p is aligned).
+// Overloads take the vectors pack builds.
+const stAny = `// Store s bytes (1, 2, 4 or 8) of lo at p, which is s-aligned; then drop
+// them from (hi:lo).
+FP8G_FN void fp8g_st_piece(uint8_t* p, uint64_t& lo, uint64_t& hi, unsigned s) {
+  if (s == 1) *p = (uint8_t)lo;
+  else if (s == 2) *(uint16_t*)p = (uint16_t)lo;
+  else if (s == 4) *(uint32_t*)p = (uint32_t)lo;
+  else *(uint64_t*)p = lo;
+  lo = s == 8 ? hi : (lo >> (8 * s)) | (hi << (64 - 8 * s));
+  hi = s == 8 ? 0 : hi >> (8 * s);
+}
+// Store the n bytes of (hi:lo), low bytes first, at p, which is not
+// n-aligned: aligned pieces up to the next n-byte boundary, then the rest.
+FP8G_FN void fp8g_st_any(uint8_t* p, uint64_t lo, uint64_t hi, unsigned n) {
+  const unsigned m = (unsigned)(unsigned long long)p & (n - 1u);
+  unsigned o = 0;
+  #pragma unroll
+  for (unsigned s = 1; s < n; s <<= 1)
+    if ((m + o) & s) { fp8g_st_piece(p + o, lo, hi, s); o += s; }
+  #pragma unroll
+  for (unsigned s = n >> 1; s >= 1; s >>= 1)
+    if (m & s) { fp8g_st_piece(p + o, lo, hi, s); o += s; }
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint4 v) {
+  if (((unsigned long long)p & 15u) == 0) *(uint4*)p = v;
+  else fp8g_st_any(p, (uint64_t)v.y << 32 | v.x, (uint64_t)v.w << 32 | v.z, 16);
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint2 v) {
+  if (((unsigned long long)p & 7u) == 0) *(uint2*)p = v;
+  else fp8g_st_any(p, (uint64_t)v.y << 32 | v.x, 0, 8);
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint32_t v) {
+  if (((unsigned long long)p & 3u) == 0) *(uint32_t*)p = v;
+  else fp8g_st_any(p, v, 0, 4);
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint16_t v) {
+  if (((unsigned long long)p & 1u) == 0) *(uint16_t*)p = v;
+  else fp8g_st_any(p, v, 0, 2);
+}
+`

@@ -592,7 +592,7 @@ func stridedCheck(v *ir.Value, addr func(r int) int64, mask func(r int) bool, r0
 			return false, fmt.Errorf("%s: a %d-element vector is not contiguous: element %d at byte %d, element 0 at %d", where(v), vec, j, addr(r0+j*stride), a0)
 		}
 	}
-	if a0%int64(vec*size) != 0 {
+	if a0%int64(vec*size) != 0 && !(v.Mem().Unaligned && a0%int64(size) == 0) {
 		return false, fmt.Errorf("%s: %d-byte vector access at byte offset %d is misaligned", where(v), vec*size, a0)
 	}
 	return true, nil

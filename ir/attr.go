@@ -52,7 +52,11 @@ type AssumeAttr struct{ Div, Contig int }
 // fewer) instead of taking the layout of the tiles it is broadcast into,
 // for a vector worked on before it is broadcast: its work is then not
 // repeated in every lane of a row of the tile, and it reaches the
-// broadcast through LDS.
+// broadcast through LDS. Unaligned marks a global store whose vector is
+// contiguous but whose address is not known to be aligned to it (a row
+// stride not a multiple of the vector, such as a transposed fp8 output
+// with T odd): it moves in naturally aligned pieces found at run time
+// instead of element by element.
 type MemAttr struct {
 	Vec        int
 	Stride     int
@@ -60,6 +64,7 @@ type MemAttr struct {
 	Ends       bool
 	EvictFirst bool
 	Spread     bool
+	Unaligned  bool
 }
 
 // RegStride is the register distance between a vector's elements.
@@ -156,6 +161,9 @@ func (a *MemAttr) attrString() string {
 		s += " "
 	}
 	s += fmt.Sprintf("vec=%d", a.Vec)
+	if a.Unaligned {
+		s += " unaligned"
+	}
 	if a.Stride > 1 {
 		s += fmt.Sprintf(" stride=%d", a.Stride)
 	}

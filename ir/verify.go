@@ -433,6 +433,9 @@ func checkVec(v *Value, d DType, regs int) error {
 	if m.Vec > 1 && regs > 0 && regs%m.Vec != 0 {
 		return fmt.Errorf("vectors of %d over %d registers", m.Vec, regs)
 	}
+	if m.Unaligned && (v.Op != OpStore || m.Vec < 2 || m.Stride > 1) {
+		return fmt.Errorf("an unaligned %v: only a global store of consecutive registers moves in pieces", v.Op)
+	}
 	return nil
 }
 

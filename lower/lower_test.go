@@ -316,12 +316,27 @@ func TestLowerPasses(t *testing.T) {
 					t.Errorf("store %s does not store the LDS load", store.LongString())
 				}
 				// 16 fp8 along M a lane; 8 bf16 along K.
-				if store.Mem().Vec != 16 || only(t, l.f, ir.OpLoad).Mem().Vec != 8 {
-					t.Errorf("store vec=%d, load vec=%d; want 16 and 8", store.Mem().Vec, only(t, l.f, ir.OpLoad).Mem().Vec)
+				if store.Mem().Vec != 16 || store.Mem().Unaligned || only(t, l.f, ir.OpLoad).Mem().Vec != 8 {
+					t.Errorf("store %s, load vec=%d; want an aligned vec=16 and 8", store.LongString(), only(t, l.f, ir.OpLoad).Mem().Vec)
 				}
 				ts := onlyTile(t, l, ir.OpStore)
 				if got, want := l.layout[ts.Ptr()].Order[0], 1; got != want {
 					t.Errorf("store layout %v is not fastest along M", l.layout[ts.Ptr()])
+				}
+			},
+		},
+		{
+			// M odd: qt's rows start at any byte, so its 16-byte runs move
+			// in aligned pieces; K's rows are still 16-byte aligned.
+			name:  "colwise with M odd stores unaligned vectors",
+			setup: colwise,
+			div:   map[string]int{"K": 16, "M": 1},
+			check: func(t *testing.T, l *lowered) {
+				if st := only(t, l.f, ir.OpStore); st.Mem().Vec != 16 || !st.Mem().Unaligned {
+					t.Errorf("store %s; want vec=16 unaligned", st.LongString())
+				}
+				if ld := only(t, l.f, ir.OpLoad); ld.Mem().Vec != 8 || ld.Mem().Unaligned {
+					t.Errorf("load %s; want an aligned vec=8", ld.LongString())
 				}
 			},
 		},

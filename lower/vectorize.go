@@ -8,7 +8,9 @@ import "github.com/fp8gen/fp8gen/ir"
 // mask is provably constant over each vector, one mask bit guards the whole
 // access (Triton's predicated vectors); where it holds on one interval of
 // each vector, its two end bits tell whether the whole vector moves. The
-// interpreter checks both claims.
+// interpreter checks both claims. A store whose run is longer than its
+// alignment allows (a transposed fp8 output with T odd: qt's rows start at
+// any byte) takes the whole run, Unaligned, and moves in aligned pieces.
 func vectorize(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	f.Walk(func(v *ir.Value) {
@@ -16,7 +18,7 @@ func vectorize(f *ir.Func, cfg *Config) error {
 			return
 		}
 		m := v.Mem()
-		m.Vec, m.Uniform, m.Ends = 1, false, false
+		m.Vec, m.Uniform, m.Ends, m.Unaligned = 1, false, false, false
 		p := v.Ptr()
 		if p.Type.Rank() == 0 {
 			return
@@ -30,8 +32,11 @@ func vectorize(f *ir.Func, cfg *Config) error {
 		}
 		_, spt, _, _, _ := l.Geometry(p.Type.Shape)
 		elem := p.Type.DType.Elem().Bytes()
-		vec := min(spt[d], p.Type.Shape[ax], a.contig[ax], a.div, 16/elem)
-		m.Vec = pow2Floor(vec)
+		run := pow2Floor(min(spt[d], p.Type.Shape[ax], a.contig[ax], 16/elem))
+		m.Vec = pow2Floor(min(run, a.div))
+		if v.Op == ir.OpStore && run > m.Vec && elem < 4 { // 4-byte elements gain little from pieces
+			m.Vec, m.Unaligned = run, true
+		}
 		m.Uniform = m.Vec > 1 && info[v.Mask()].constant[ax] >= m.Vec
 		m.Ends = m.Vec > 1 && !m.Uniform && info[v.Mask()].convex[ax] >= m.Vec
 	})
