@@ -320,6 +320,15 @@ var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORD
 // µs at E=64, against 184.3 two-pass); by rows, equal ranges of rows
 // (125.9 µs at T=32768 at 4 blocks a CU, against 148.8 with 16 a CU;
 // 64 × 64 at 8 a CU 114.9 there, 2026-12-03).
+//
+// Where T is not a multiple of 32, qt's rows start inside a 32-byte sector
+// and each tile's stores leave a part-written sector at either end of a
+// row; the first candidate then takes 256 rows a tile where the groups are
+// long (an average of 4096 rows or more) so that its rows straddle a
+// quarter as often: 666.0 against 850.8 µs at T=65520, K=7168, E=8 (H200,
+// 2026-12-03, bench/NOTES.md); where groups are short a 256-row tile
+// mostly straddles groups instead (286.0 against 181.1 µs at T=16368,
+// E=64).
 func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
@@ -327,6 +336,9 @@ func groupedCandidates() []Candidate {
 	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}}
 	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("32")}, two...)...)
 	out[0], out[1] = out[1], out[0]
+	tall := "T % 32 != 0 && T >= 4096 * E"
+	out[0] = append(Candidate{{"BLOCK_T", e(tall + " ? 256 : 64")}, {"BLOCK_K", e("64")}, {"WARPS", e(tall + " ? 8 : 4")},
+		split("(" + tall + " ? 16 : 32)")}, two...)
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
