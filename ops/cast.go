@@ -361,7 +361,12 @@ var Colwise = register(&Op{
 // (2026-12-02) 5.3–5.9% faster at the three bench shapes than the same
 // tiles without (93.5 / 93.5 / 83.0 against 98.7 / 99.4 / 88.1 µs); the
 // last two candidates are the other way, with and without the prefetch.
-// (32 × 32, 30% slower than 64 × 64 there, is out.)
+// (32 × 32, 30% slower than 64 × 64 there, is out.) Where M is not a
+// multiple of 32, qt's rows start inside a 32-byte sector and every tile
+// leaves a part-written one at both ends of them; the first candidate is
+// then 256 × 64 in 8 waves, which straddles a quarter as often: 199.2
+// against 205.5 µs at 16368×8192, 276.0 against 361.0 at 16383×8192 (the
+// H200, 2026-12-03).
 func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
@@ -370,6 +375,9 @@ func colCandidates() []Candidate {
 	keep, other := Assign{"KEEP", e(bigX + " ? 2 : 8")}, Assign{"KEEP", e(bigX + " ? 8 : 2")}
 	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")}, keep)[:3]
 	out[0], out[1] = out[1], out[0]
+	const tall = "M % 32 != 0"
+	out[0] = Candidate{{"BLOCK_M", e(tall + " ? 256 : 64")}, {"BLOCK_K", e("64")}, {"WARPS", e(tall + " ? 8 : 4")},
+		split("(" + tall + " ? 2 : 4)"), {"PREFETCH", e("1")}, keep}
 	for _, perCU := range []string{"2", "8"} {
 		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split(perCU), Assign{"PREFETCH", e("1")}, keep)[1])
 	}
