@@ -215,33 +215,13 @@ func preludeInputs(formats []*fp8.Format) [][2]uint32 {
 // host C++ and checks each numeric helper, bit for bit, against the Go
 // functions package interp uses (and the references of package ops).
 func TestPreludeMatchesGo(t *testing.T) {
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
-			t.Fatalf("FP8GEN_REQUIRE_HIPCC=1 and no host C++ compiler to check the prelude with: %v", err)
-		}
-		t.Skipf("skipping the prelude check: no g++: %v", err)
-	}
 	tg, err := target.Lookup("sm_90")
 	if err != nil {
 		t.Fatal(err)
 	}
 	formats := fp8.Formats()
 	fns := scalarFns(formats)
-	src := hostShim + preludeWith(tg, formats, false) + harness(formats, fns)
-
-	dir := t.TempDir()
-	cc, exe := filepath.Join(dir, "prelude.cc"), filepath.Join(dir, "prelude")
-	if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(gxx, "-O2", "-ffp-contract=off", "-Wall", "-x", "c++", cc, "-o", exe).CombinedOutput()
-	if err != nil {
-		t.Fatalf("g++: %v\n%s\nsource:\n%s", err, out, numbered(src))
-	}
-	if len(out) > 0 {
-		t.Logf("g++ warnings on the prelude:\n%s", out)
-	}
+	exe := compileHost(t, hostShim+preludeWith(tg, formats, false)+harness(formats, fns), "-ffp-contract=off")
 
 	pairs := preludeInputs(formats)
 	in := make([]byte, 4+8*len(pairs))
@@ -307,6 +287,34 @@ func TestPreludeMatchesGo(t *testing.T) {
 	}
 	mm.report()
 	t.Logf("checked %d decoder codes, %d bf16 codes and %d input pairs × %d functions", 256*len(formats), 1<<16, len(pairs), len(fns))
+}
+
+// compileHost compiles src, the prelude as host C++ with a harness, by g++
+// with flags, and returns the executable; it skips the test where there is
+// no g++ (fails under FP8GEN_REQUIRE_HIPCC=1).
+func compileHost(t *testing.T, src string, flags ...string) string {
+	t.Helper()
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
+			t.Fatalf("FP8GEN_REQUIRE_HIPCC=1 and no host C++ compiler to check the prelude with: %v", err)
+		}
+		t.Skipf("skipping the prelude check: no g++: %v", err)
+	}
+	dir := t.TempDir()
+	cc, exe := filepath.Join(dir, "prelude.cc"), filepath.Join(dir, "prelude")
+	if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string{"-O2"}, flags...), "-Wall", "-x", "c++", cc, "-o", exe)
+	out, err := exec.Command(gxx, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("g++: %v\n%s\nsource:\n%s", err, out, numbered(src))
+	}
+	if len(out) > 0 {
+		t.Logf("g++ warnings on the prelude:\n%s", out)
+	}
+	return exe
 }
 
 // mismatches collects disagreements, a few examples per function.

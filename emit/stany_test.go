@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,26 +43,11 @@ int main(void) {
 // alignment the n bytes land where they belong, low bytes first, and no
 // byte beside them changes.
 func TestStAny(t *testing.T) {
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
-			t.Fatalf("FP8GEN_REQUIRE_HIPCC=1 and no host C++ compiler: %v", err)
-		}
-		t.Skipf("no g++: %v", err)
-	}
 	tg, err := target.Lookup("sm_90")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := hostShim + preludeWith(tg, fp8.Formats(), false) + stAnyHarness
-	dir := t.TempDir()
-	cc, exe := filepath.Join(dir, "stany.cc"), filepath.Join(dir, "stany")
-	if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(gxx, "-O2", "-Wall", "-fno-strict-aliasing", "-x", "c++", cc, "-o", exe).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v\n%s", err, out)
-	}
+	exe := compileHost(t, hostShim+preludeWith(tg, fp8.Formats(), false)+stAnyHarness, "-fno-strict-aliasing")
 	out, err := exec.Command(exe).Output()
 	if err != nil {
 		t.Fatal(err)
