@@ -144,6 +144,14 @@ var mutants = []mutant{
 		tests:  "SaveKeepsWhatItCannotUse",
 		reason: "saving the tuning cache overwrites a file it could not read",
 	},
+	{
+		file:   "tune/tune.go",
+		old:    "e.Class != classUpTo(op, sh, 16)",
+		new:    "e.Class != classUpTo(op, sh, 32)",
+		pkgs:   []string{"./tune"},
+		tests:  "OldClassesMigrate",
+		reason: "entries tuned under the first class definition are never found again",
+	},
 	// The index width: chosen from what the tiles reach, not only the elements.
 	{
 		file:   "ir/ranges.go",
@@ -287,6 +295,14 @@ var mutants = []mutant{
 		reason: "every vector access claims a mask uniform over the vector",
 	},
 	{
+		file:   "lower/vectorize.go",
+		old:    "m.Vec, m.Unaligned = run, true",
+		new:    "m.Vec, m.Unaligned = run, false",
+		pkgs:   []string{"./lower"},
+		tests:  "TestLowerPasses",
+		reason: "a store whose alignment is unknown claims its whole run aligned (a misaligned vector store)",
+	},
+	{
 		file:   "lower/axis.go",
 		old:    "a.constant[i] = min(x.constant[i], y.constant[i])\n\t\t\t\tif v.Op == ir.OpAnd {",
 		new:    "a.constant[i] = max(x.constant[i], y.constant[i])\n\t\t\t\tif v.Op == ir.OpAnd {",
@@ -353,6 +369,14 @@ var mutants = []mutant{
 		new:    `"e5m2": "e4m3x2"`,
 		pkgs:   []string{"./emit"},
 		reason: "sm_90's hardware e5m2 convert emits the e4m3 instruction",
+	},
+	{
+		file:   "emit/prelude.go",
+		old:    "lo = s == 8 ? hi : (lo >> (8 * s)) | (hi << (64 - 8 * s));",
+		new:    "lo = s == 8 ? hi : (lo >> (8 * s));",
+		pkgs:   []string{"./emit"},
+		tests:  "TestStAny",
+		reason: "an unaligned store's pieces lose the bytes they should take from the vector's high half",
 	},
 	{
 		file:   "emit/access.go",
