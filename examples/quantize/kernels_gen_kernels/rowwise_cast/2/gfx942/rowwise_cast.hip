@@ -10,6 +10,44 @@ FP8G_FN float fp8g_maxf(float a, float b) {
 }
 FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
 FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+// Store s bytes (1, 2, 4 or 8) of lo at p, which is s-aligned; then drop
+// them from (hi:lo).
+FP8G_FN void fp8g_st_piece(uint8_t* p, uint64_t& lo, uint64_t& hi, unsigned s) {
+  if (s == 1) *p = (uint8_t)lo;
+  else if (s == 2) *(uint16_t*)p = (uint16_t)lo;
+  else if (s == 4) *(uint32_t*)p = (uint32_t)lo;
+  else *(uint64_t*)p = lo;
+  lo = s == 8 ? hi : (lo >> (8 * s)) | (hi << (64 - 8 * s));
+  hi = s == 8 ? 0 : hi >> (8 * s);
+}
+// Store the n bytes of (hi:lo), low bytes first, at p, which is not
+// n-aligned: aligned pieces up to the next n-byte boundary, then the rest.
+FP8G_FN void fp8g_st_any(uint8_t* p, uint64_t lo, uint64_t hi, unsigned n) {
+  const unsigned m = (unsigned)(unsigned long long)p & (n - 1u);
+  unsigned o = 0;
+  #pragma unroll
+  for (unsigned s = 1; s < n; s <<= 1)
+    if ((m + o) & s) { fp8g_st_piece(p + o, lo, hi, s); o += s; }
+  #pragma unroll
+  for (unsigned s = n >> 1; s >= 1; s >>= 1)
+    if (m & s) { fp8g_st_piece(p + o, lo, hi, s); o += s; }
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint4 v) {
+  if (((unsigned long long)p & 15u) == 0) *(uint4*)p = v;
+  else fp8g_st_any(p, (uint64_t)v.y << 32 | v.x, (uint64_t)v.w << 32 | v.z, 16);
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint2 v) {
+  if (((unsigned long long)p & 7u) == 0) *(uint2*)p = v;
+  else fp8g_st_any(p, (uint64_t)v.y << 32 | v.x, 0, 8);
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint32_t v) {
+  if (((unsigned long long)p & 3u) == 0) *(uint32_t*)p = v;
+  else fp8g_st_any(p, v, 0, 4);
+}
+FP8G_FN void fp8g_st_any(uint8_t* p, uint16_t v) {
+  if (((unsigned long long)p & 1u) == 0) *(uint16_t*)p = v;
+  else fp8g_st_any(p, v, 0, 2);
+}
 // f32 → e4m3fnuz: round to nearest even, saturate to ±240, NaN → 0x80.
 FP8G_FN uint8_t fp8g_to_e4m3fnuz(float x) {
   uint32_t u = __float_as_uint(x);
@@ -94,8 +132,18 @@ extern "C" __global__ void __launch_bounds__(512) rowwise_cast_83f239ed(const ui
     #pragma unroll
     for (int r = 0; r < 8; ++r) xf1[r] = fp8g_bf16_to_f32(x2[r]);
     // cast_kernels.go:84
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) if (mask1[r]) *(q + (t5 + (i1 + (r + t0)))) = fp8g_to_e4m3fnuz(xf1[r] * scale);
+    if (mask1[0] && mask1[7]) {
+      fp8g_st_any((uint8_t*)(q + (t5 + (i1 + t0))), make_uint2((uint32_t)fp8g_to_e4m3fnuz(xf1[0] * scale) | ((uint32_t)fp8g_to_e4m3fnuz(xf1[1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fnuz(xf1[2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fnuz(xf1[3] * scale) << 24), (uint32_t)fp8g_to_e4m3fnuz(xf1[4] * scale) | ((uint32_t)fp8g_to_e4m3fnuz(xf1[5] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fnuz(xf1[6] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fnuz(xf1[7] * scale) << 24)));
+    } else {
+      if (mask1[0]) *(q + (t5 + (i1 + t0))) = fp8g_to_e4m3fnuz(xf1[0] * scale);
+      if (mask1[1]) *(q + (t5 + (i1 + (1 + t0)))) = fp8g_to_e4m3fnuz(xf1[1] * scale);
+      if (mask1[2]) *(q + (t5 + (i1 + (2 + t0)))) = fp8g_to_e4m3fnuz(xf1[2] * scale);
+      if (mask1[3]) *(q + (t5 + (i1 + (3 + t0)))) = fp8g_to_e4m3fnuz(xf1[3] * scale);
+      if (mask1[4]) *(q + (t5 + (i1 + (4 + t0)))) = fp8g_to_e4m3fnuz(xf1[4] * scale);
+      if (mask1[5]) *(q + (t5 + (i1 + (5 + t0)))) = fp8g_to_e4m3fnuz(xf1[5] * scale);
+      if (mask1[6]) *(q + (t5 + (i1 + (6 + t0)))) = fp8g_to_e4m3fnuz(xf1[6] * scale);
+      if (mask1[7]) *(q + (t5 + (i1 + (7 + t0)))) = fp8g_to_e4m3fnuz(xf1[7] * scale);
+    }
   // cast_kernels.go:81
   }
   // cast_kernels.go:87
