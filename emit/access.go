@@ -274,9 +274,11 @@ func (e *emitter) store(v *ir.Value) {
 	vt := vecType(vb)
 	e.vectors(n, vec, func(r string) {
 		val := pack(d, vb, func(j int) string { return e.top(x, reg(r, j)) })
-		put := fmt.Sprintf("*(%s*)(%s) = %s;", vt, e.top(p, r), val)
+		var put string
 		if v.Mem().Unaligned { // in aligned pieces, the address's alignment known at run time
 			put = fmt.Sprintf("fp8g_st_any((uint8_t*)(%s), %s);", e.top(p, r), val)
+		} else {
+			put = fmt.Sprintf("*(%s*)(%s) = %s;", vt, e.top(p, r), val)
 		}
 		if v.Mem().Uniform || always(m) { // the first element's mask stands for the vector
 			e.line("%s%s", e.guard(m, r), put)

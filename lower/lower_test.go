@@ -335,9 +335,17 @@ func TestLowerPasses(t *testing.T) {
 				if st := only(t, l.f, ir.OpStore); st.Mem().Vec != 16 || !st.Mem().Unaligned {
 					t.Errorf("store %s; want vec=16 unaligned", st.LongString())
 				}
-				if ld := only(t, l.f, ir.OpLoad); ld.Mem().Vec != 8 || ld.Mem().Unaligned {
+				ld := only(t, l.f, ir.OpLoad)
+				if ld.Mem().Vec != 8 || ld.Mem().Unaligned {
 					t.Errorf("load %s; want an aligned vec=8", ld.LongString())
 				}
+				// Only a store moves in pieces: the verifier refuses an
+				// unaligned load.
+				ld.Mem().Unaligned = true
+				if err := ir.Verify(l.f, ir.PhaseLanes); err == nil || !strings.Contains(err.Error(), "only a global store") {
+					t.Errorf("an unaligned load verified: %v", err)
+				}
+				ld.Mem().Unaligned = false
 			},
 		},
 		{

@@ -9,8 +9,9 @@ import "github.com/fp8gen/fp8gen/ir"
 // access (Triton's predicated vectors); where it holds on one interval of
 // each vector, its two end bits tell whether the whole vector moves. The
 // interpreter checks both claims. A store whose run is longer than its
-// alignment allows (a transposed fp8 output with T odd: qt's rows start at
-// any byte) takes the whole run, Unaligned, and moves in aligned pieces.
+// alignment allows (a transposed fp8 output with T not a multiple of 16:
+// qt's rows start off the vector's grid) takes the whole run, Unaligned,
+// and moves in aligned pieces.
 func vectorize(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	f.Walk(func(v *ir.Value) {

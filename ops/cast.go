@@ -363,10 +363,11 @@ var Colwise = register(&Op{
 // last two candidates are the other way, with and without the prefetch.
 // (32 × 32, 30% slower than 64 × 64 there, is out.) Where M is not a
 // multiple of 32, qt's rows start inside a 32-byte sector and every tile
-// leaves a part-written one at both ends of them; the first candidate is
-// then 256 × 64 in 8 waves, which straddles a quarter as often: 199.2
-// against 205.5 µs at 16368×8192, 276.0 against 361.0 at 16383×8192 (the
-// H200, 2026-12-03).
+// leaves a part-written one at both ends of them; where M is large (8192
+// rows or more: measured at 16K) the first candidate is then 256 × 64 in 8
+// waves, which straddles a quarter as often: 199.2 against 205.5 µs at
+// 16368×8192, 276.0 against 361.0 at 16383×8192 (the H200, 2026-12-03,
+// calls 2 and 3 of the seventeenth session).
 func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
@@ -375,7 +376,7 @@ func colCandidates() []Candidate {
 	keep, other := Assign{"KEEP", e(bigX + " ? 2 : 8")}, Assign{"KEEP", e(bigX + " ? 8 : 2")}
 	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")}, keep)[:3]
 	out[0], out[1] = out[1], out[0]
-	const tall = "M % 32 != 0"
+	const tall = "M % 32 != 0 && M >= 8192"
 	out[0] = Candidate{{"BLOCK_M", e(tall + " ? 256 : 64")}, {"BLOCK_K", e("64")}, {"WARPS", e(tall + " ? 8 : 4")},
 		split("(" + tall + " ? 2 : 4)"), {"PREFETCH", e("1")}, keep}
 	for _, perCU := range []string{"2", "8"} {

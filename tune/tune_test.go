@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -180,23 +181,64 @@ func TestOldClassesMigrate(t *testing.T) {
 	other := old
 	other.Class = "M=8192/16,K=8192/8"
 	other.Compiler = "another"
-	path := filepath.Join(t.TempDir(), "tune.json")
-	c := New()
-	c.Put(old)
-	c.Put(other)
-	if err := c.Save(path); err != nil {
+	// A third entry of an op this fp8gen does not know sends the file down
+	// the entry-by-entry path, which must migrate too.
+	unknown := old
+	unknown.Op = "no_such_op"
+	for _, third := range []*Entry{nil, &unknown} {
+		path := filepath.Join(t.TempDir(), "tune.json")
+		c := New()
+		c.Put(old)
+		c.Put(other)
+		if third != nil {
+			c.Put(*third)
+		}
+		if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		got, warn := Load(path)
+		if len(warn) != 0 && third == nil || len(warn) != 1 && third != nil {
+			t.Fatalf("warnings %v", warn)
+		}
+		k := old.Key
+		k.Class = "M=8192/32,K=8192/32"
+		if e, ok := got.Lookup(k); !ok || e.Schedule["WARPS"] != 8 {
+			t.Errorf("the old entry under %s (third entry %v): %+v, %v", k.Class, third != nil, e, ok)
+		}
+		if _, ok := got.Lookup(other.Key); !ok {
+			t.Errorf("the entry of class %s was not kept under it (third entry %v)", other.Class, third != nil)
+		}
+	}
+}
+
+// Every shipped entry is filed under its shape's class: a class definition
+// that moves on must re-key the shipped files with it.
+func TestShippedClasses(t *testing.T) {
+	c, _ := Shipped()
+	if c.Len() == 0 {
+		t.Fatal("no shipped entries")
+	}
+	for k, e := range c.entries {
+		if want := classOfShape(t, e); k.Class != want {
+			t.Errorf("%s at %s is filed under %s, its shape's class is %s", k.Op, e.Shape, k.Class, want)
+		}
+	}
+}
+
+// classOfShape is Class of e's op at e's shape.
+func classOfShape(t *testing.T, e Entry) string {
+	op, err := ops.Lookup(e.Op)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, warn := Load(path)
-	if len(warn) != 0 {
-		t.Fatal(warn)
+	sh := ops.Shape{}
+	for _, kv := range strings.Split(e.Shape, ",") {
+		n, v, _ := strings.Cut(kv, "=")
+		x, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("%s: shape %q", e.Op, e.Shape)
+		}
+		sh[n] = x
 	}
-	k := old.Key
-	k.Class = "M=8192/32,K=8192/32"
-	if e, ok := got.Lookup(k); !ok || e.Schedule["WARPS"] != 8 {
-		t.Errorf("the old entry under %s: %+v, %v", k.Class, e, ok)
-	}
-	if _, ok := got.Lookup(other.Key); !ok {
-		t.Errorf("the entry of class %s was not kept under it", other.Class)
-	}
+	return Class(op, sh)
 }

@@ -16,9 +16,10 @@ FP8G_FN void fp8g_st_piece(uint8_t* p, uint64_t& lo, uint64_t& hi, unsigned s) {
   lo = s == 8 ? hi : (lo >> (8 * s)) | (hi << (64 - 8 * s));
   hi = s == 8 ? 0 : hi >> (8 * s);
 }
-// Store the n bytes of (hi:lo), low bytes first, at p, which is not
-// n-aligned: aligned pieces up to the next n-byte boundary, then the rest.
-FP8G_FN void fp8g_st_any(uint8_t* p, uint64_t lo, uint64_t hi, unsigned n) {
+// Store the n bytes of (hi:lo), low bytes first, at p, which must not be
+// n-aligned (it would store nothing): aligned pieces up to the next n-byte
+// boundary, then the rest.
+FP8G_FN void fp8g_st_pieces(uint8_t* p, uint64_t lo, uint64_t hi, unsigned n) {
   const unsigned m = (unsigned)(unsigned long long)p & (n - 1u);
   unsigned o = 0;
   #pragma unroll
@@ -30,19 +31,19 @@ FP8G_FN void fp8g_st_any(uint8_t* p, uint64_t lo, uint64_t hi, unsigned n) {
 }
 FP8G_FN void fp8g_st_any(uint8_t* p, uint4 v) {
   if (((unsigned long long)p & 15u) == 0) *(uint4*)p = v;
-  else fp8g_st_any(p, (uint64_t)v.y << 32 | v.x, (uint64_t)v.w << 32 | v.z, 16);
+  else fp8g_st_pieces(p, (uint64_t)v.y << 32 | v.x, (uint64_t)v.w << 32 | v.z, 16);
 }
 FP8G_FN void fp8g_st_any(uint8_t* p, uint2 v) {
   if (((unsigned long long)p & 7u) == 0) *(uint2*)p = v;
-  else fp8g_st_any(p, (uint64_t)v.y << 32 | v.x, 0, 8);
+  else fp8g_st_pieces(p, (uint64_t)v.y << 32 | v.x, 0, 8);
 }
 FP8G_FN void fp8g_st_any(uint8_t* p, uint32_t v) {
   if (((unsigned long long)p & 3u) == 0) *(uint32_t*)p = v;
-  else fp8g_st_any(p, v, 0, 4);
+  else fp8g_st_pieces(p, v, 0, 4);
 }
 FP8G_FN void fp8g_st_any(uint8_t* p, uint16_t v) {
   if (((unsigned long long)p & 1u) == 0) *(uint16_t*)p = v;
-  else fp8g_st_any(p, v, 0, 2);
+  else fp8g_st_pieces(p, v, 0, 2);
 }
 // f32 → e4m3fn by the hardware: round to nearest even, saturate to ±448, NaN → 0x7f.
 FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
