@@ -55,8 +55,8 @@ type AssumeAttr struct{ Div, Contig int }
 // broadcast through LDS. Unaligned marks a global store whose vector is
 // contiguous but whose address is not known to be aligned to it (a row
 // stride not a multiple of the vector, such as a transposed fp8 output
-// with T odd): it moves in naturally aligned pieces found at run time
-// instead of element by element.
+// whose T is not a multiple of 16): it moves in naturally aligned pieces
+// found at run time instead of in narrower vectors or element by element.
 type MemAttr struct {
 	Vec        int
 	Stride     int

@@ -38,16 +38,16 @@ import (
 // qt's rows start T bytes apart, so T's alignment reaches the memory
 // system. Where T is not a multiple of 32, rows' stores (at T ≡ 16 mod 32
 // every other row's) begin and end inside 32-byte sectors that a
-// neighbouring tile completes, and the H200
-// pays for each such sector with a DRAM read and a second write (ncu, at
-// T = 65520 with 64-row tiles: 63 MB read and 44 MB written more, the cast
-// kernel 600–616 µs against 382–384). Tall tiles straddle less (the first
-// candidate takes 256 rows where groups are long), and where T is not a
-// multiple of 16 the stores move in aligned pieces (ir.MemAttr.Unaligned)
-// rather than in narrower vectors or bytes:
-// at K = 7168, E = 8 the op takes 619.5 µs at T = 65536, 666.0 at 65520,
-// 721.7 at 65528 and 996.7 at 65535 (3566.6 before; bench/NOTES.md,
-// seventeenth session). Padding T to a multiple of 32 still pays.
+// neighbouring tile completes, and the H200 pays for such sectors with
+// DRAM reads and second writes (ncu, at T = 65520 with 64-row tiles: 63 MB
+// read and 44 MB written more, the cast kernel 600–616 µs against
+// 382–384). Tall tiles straddle less (the first candidate takes 256 rows
+// where groups are long), and where T is not a multiple of 16 the stores
+// move in aligned pieces (ir.MemAttr.Unaligned) rather than in narrower
+// vectors or bytes: at K = 7168, E = 8 the op takes 619.5 µs at T = 65536,
+// 666.0 at 65520, 721.7 at 65528 and 996.7 at 65535 (3566.6 before;
+// bench/NOTES.md, seventeenth session). Padding T to a multiple of 32
+// still pays.
 
 var expertOptions = append(slices.Clone(castOptions),
 	Option{Name: "layout", Doc: "q[E,K,N] as w (kn), or the transposed qt[E,N,K] (nk) for the backward GEMM", Values: []string{"kn", "nk"}, Default: "kn"})
