@@ -104,16 +104,8 @@ func classOf(e Entry) string {
 	if err != nil {
 		return e.Class
 	}
-	sh := ops.Shape{}
-	for _, kv := range strings.Split(e.Shape, ",") {
-		n, v, ok := strings.Cut(kv, "=")
-		x, err := strconv.Atoi(v)
-		if !ok || err != nil || x < 1 || !slices.Contains(op.Sizes, n) {
-			return e.Class
-		}
-		sh[n] = x
-	}
-	if len(sh) != len(op.Sizes) || e.Class != classUpTo(op, sh, 16) {
+	sh, ok := parseShapeText(op, e.Shape)
+	if !ok || e.Class != classUpTo(op, sh, 16) {
 		return e.Class
 	}
 	return Class(op, sh)
@@ -303,6 +295,21 @@ func ShapeText(op *ops.Op, sh ops.Shape) string {
 		parts = append(parts, n+"="+strconv.Itoa(sh[n]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// parseShapeText reads ShapeText's form: every size of op, each once and
+// positive; ok is false for anything else.
+func parseShapeText(op *ops.Op, s string) (sh ops.Shape, ok bool) {
+	sh = ops.Shape{}
+	for _, kv := range strings.Split(s, ",") {
+		n, v, ok := strings.Cut(kv, "=")
+		x, err := strconv.Atoi(v)
+		if !ok || err != nil || x < 1 || !slices.Contains(op.Sizes, n) {
+			return nil, false
+		}
+		sh[n] = x
+	}
+	return sh, len(sh) == len(op.Sizes)
 }
 
 //go:embed shipped

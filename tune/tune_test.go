@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -219,26 +218,16 @@ func TestShippedClasses(t *testing.T) {
 		t.Fatal("no shipped entries")
 	}
 	for k, e := range c.entries {
-		if want := classOfShape(t, e); k.Class != want {
+		op, err := ops.Lookup(e.Op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, ok := parseShapeText(op, e.Shape)
+		if !ok {
+			t.Fatalf("%s: shape %q", e.Op, e.Shape)
+		}
+		if want := Class(op, sh); k.Class != want {
 			t.Errorf("%s at %s is filed under %s, its shape's class is %s", k.Op, e.Shape, k.Class, want)
 		}
 	}
-}
-
-// classOfShape is Class of e's op at e's shape.
-func classOfShape(t *testing.T, e Entry) string {
-	op, err := ops.Lookup(e.Op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := ops.Shape{}
-	for _, kv := range strings.Split(e.Shape, ",") {
-		n, v, _ := strings.Cut(kv, "=")
-		x, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("%s: shape %q", e.Op, e.Shape)
-		}
-		sh[n] = x
-	}
-	return Class(op, sh)
 }
