@@ -216,7 +216,7 @@ func accesses(f *ir.Func) (loads, stores map[string]bool) {
 	loads, stores = map[string]bool{}, map[string]bool{}
 	f.Walk(func(v *ir.Value) {
 		switch v.Op {
-		case ir.OpLoad:
+		case ir.OpLoad, ir.OpStage, ir.OpLDSCopy:
 			if b := base(v.Ptr()); b != nil {
 				loads[b.ArgName()] = true
 			}
@@ -288,9 +288,14 @@ func hottest(f *ir.Func, streamed func(string) bool) (bytes, instrs int) {
 		n, ops := 0, 0
 		for _, v := range b.Values {
 			ops += opCost(v)
-			if v.Op == ir.OpLoad {
+			switch v.Op {
+			case ir.OpLoad:
 				if p := base(v.Ptr()); p != nil && streamed(p.ArgName()) {
 					n += max(1, v.Type.Regs) * v.Type.DType.Bytes()
+				}
+			case ir.OpLDSCopy:
+				if p := base(v.Ptr()); p != nil && streamed(p.ArgName()) {
+					n += max(1, v.Ptr().Type.Regs) * v.Ptr().Type.DType.Elem().Bytes()
 				}
 			}
 			if v.Body != nil {
@@ -319,6 +324,8 @@ func opCost(v *ir.Value) int {
 		ir.OpArange, ir.OpSplat, ir.OpExpandDims, ir.OpBroadcast, ir.OpPtrAdd, ir.OpGatherRegs,
 		ir.OpLoopVar, ir.OpYield, ir.OpForResult, ir.OpFor, ir.OpIf:
 		return 0
+	case ir.OpLDSCopy:
+		return max(1, (max(1, v.Ptr().Type.Regs)*v.Ptr().Type.DType.Elem().Bytes()+15)/16)
 	case ir.OpLoad, ir.OpStore, ir.OpAtomic, ir.OpLDSStore, ir.OpLDSLoad:
 		d := v.Type.DType
 		if v.Op == ir.OpStore || v.Op == ir.OpLDSStore {

@@ -325,6 +325,67 @@ func (e *emitter) atomic(v *ir.Value) {
 	})
 }
 
+// ldsCopy is a stage's copy: on NVIDIA each vector of 4 bytes or more
+// as a cp.async (zeros where its mask is off), elsewhere a load and an
+// LDS store; a vector the mask cuts goes element by element.
+func (e *emitter) ldsCopy(v *ir.Value) {
+	p, addr, m, own := v.Ptr(), v.Addr(), v.Mask(), v.Cond()
+	d := p.Type.DType.Elem()
+	vec := max(v.Mem().Vec, 1)
+	vb := vec * d.Bytes()
+	async := e.t.Vendor == target.NVIDIA && vb >= 4
+	if async {
+		e.asyncCopies = true
+	}
+	at := func(r string) string { return e.val(addr, r, precAdd+1) }
+	whole := func(r, ok string) {
+		if async {
+			src := e.top(p, r)
+			if ok != "true" { // an address that exists, where nothing is read
+				src = fmt.Sprintf("%s ? (const void*)(%s) : (const void*)%s", ok, src, e.name(root(p)))
+			}
+			e.line("fp8g_cp_async%d(lds + %s, %s, %s);", vb, at(r), src, ok)
+			return
+		}
+		vt := vecType(vb)
+		e.line("{")
+		e.line("  %s w = {};", vt)
+		if ok == "true" {
+			e.line("  w = *(const %s*)(%s);", vt, e.top(p, r))
+		} else {
+			e.line("  if (%s) w = *(const %s*)(%s);", ok, vt, e.top(p, r))
+		}
+		e.line("  %s = w;", lds(vt, at(r)))
+		e.line("}")
+	}
+	e.vectors(p.Type.Regs, vec, func(r string) {
+		g := e.guard(own, r)
+		if g != "" {
+			e.line("%s{", g)
+			e.ind += "  "
+			defer func() { e.ind = e.ind[2:]; e.line("}") }()
+		}
+		if always(m) || v.Mem().Uniform || vec == 1 {
+			ok := "true"
+			if !always(m) {
+				ok = e.top(m, r)
+			}
+			whole(r, ok)
+			return
+		}
+		e.line("if (%s) {", strings.Join(e.wholeConds(v, m, r, vec), " && "))
+		e.ind += "  "
+		whole(r, "true")
+		e.ind = e.ind[2:]
+		e.line("} else {")
+		for j := 0; j < vec; j++ {
+			rj := reg(r, j)
+			e.line("  if (%s) %s = *%s; else %s = 0;", e.top(m, rj), lds(ctype(d), at(rj)), e.ref(p, rj), lds(ctype(d), at(rj)))
+		}
+		e.line("}")
+	})
+}
+
 // lds is the element of type d at byte address addr of the LDS buffer.
 func lds(d string, addr string) string {
 	if addr == "0" {

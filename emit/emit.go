@@ -119,9 +119,10 @@ type emitter struct {
 	pending ir.Pos // a source position to print before the next line
 	// tables hold per-register constants that are no short expression of
 	// r, by initializer.
-	tables     map[string]string
-	tableDecls []string
-	evictFirst bool // a load reads under the evict-first policy (vecRead)
+	tables      map[string]string
+	tableDecls  []string
+	evictFirst  bool // a load reads under the evict-first policy (vecRead)
+	asyncCopies bool // a stage copies with cp.async (ldsCopy): its waits are printed
 	// helpers are device functions the body needs (atomics), by name.
 	helpers map[string]string
 	// printed records each value the source shows, as a statement or
@@ -564,6 +565,12 @@ func (e *emitter) value(v *ir.Value) error {
 		e.ldsReduce(v)
 	case ir.OpBarrier:
 		e.line("__syncthreads();")
+	case ir.OpLDSCopy:
+		e.ldsCopy(v)
+	case ir.OpAsyncWait:
+		if e.t.Vendor == target.NVIDIA && e.asyncCopies {
+			e.line(`asm volatile("cp.async.wait_all;" ::: "memory");`)
+		}
 	default:
 		if !inlinable(v) {
 			panic("BUG: emit has no case for " + v.Op.Name())

@@ -83,6 +83,26 @@ FP8G_FN int fp8g_f32_to_i32(float f) {
 	}
 	if t.Vendor == target.NVIDIA {
 		fns = append(fns, evictFirstFns()...)
+		fns = append(fns, cpAsyncFns()...)
+	}
+	return fns
+}
+
+// cpAsyncFns are a stage's copies on NVIDIA: 4, 8 or 16 bytes from global
+// memory to LDS, done by the lane's next cp.async.wait_all; where !ok the
+// bytes are zeros and nothing is read (src-size 0). 16 bytes bypass L1.
+func cpAsyncFns() []helperFn {
+	var fns []helperFn
+	for _, n := range []int{4, 8, 16} {
+		cache := "ca"
+		if n == 16 {
+			cache = "cg"
+		}
+		name := fmt.Sprintf("fp8g_cp_async%d", n)
+		fns = append(fns, helperFn{name, fmt.Sprintf(`FP8G_FN void %s(unsigned char* lds, const void* g, bool ok) {
+  asm volatile("cp.async.%s.shared.global [%%0], [%%1], %d, %%2;" :: "r"((unsigned)__cvta_generic_to_shared(lds)), "l"(g), "r"(ok ? %d : 0) : "memory");
+}
+`, name, cache, n, n)})
 	}
 	return fns
 }

@@ -34,6 +34,7 @@ static inline uint32_t __float_as_uint(float x) { uint32_t u; memcpy(&u, &x, 4);
 static inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
 static inline float __uint_as_float(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+static inline size_t __cvta_generic_to_shared(const void* p) { return (size_t)p; } // compiled, never run
 struct uint2 { uint32_t x, y; };
 struct uint4 { uint32_t x, y, z, w; };
 `

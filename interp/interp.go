@@ -182,6 +182,10 @@ type block struct {
 	regs [][]uint64
 	lds  []byte
 	race ldsTracker
+	// pending marks the LDS bytes an lds_copy wrote that no async_wait has
+	// completed yet: on the GPU they may not have landed, so reading or
+	// overwriting them is an error.
+	pending []bool
 }
 
 func (m *machine) newBlock() *block {
@@ -190,6 +194,7 @@ func (m *machine) newBlock() *block {
 		b.regs[i] = make([]uint64, s)
 	}
 	b.lds = make([]byte, m.f.LDSBytes)
+	b.pending = make([]bool, m.f.LDSBytes)
 	b.race.init(m.f.LDSBytes)
 	return b
 }
@@ -336,6 +341,10 @@ func (b *block) step(v *ir.Value) error {
 		return b.ldsReduce(v)
 	case ir.OpBarrier:
 		b.race.barrier()
+	case ir.OpLDSCopy:
+		return b.ldsCopy(v)
+	case ir.OpAsyncWait:
+		clear(b.pending) // the lanes run in lockstep: every lane waits here
 	case ir.OpSignal:
 		return b.signal(v)
 	case ir.OpWait:
@@ -896,9 +905,59 @@ func (b *block) ldsReduce(v *ir.Value) error {
 	return nil
 }
 
+// ldsCopy is a stage's copy: each owned element read from global memory
+// as a load reads it (vector claims checked, bounds), 0 where the mask is
+// off, written to LDS as pending until the next async_wait.
+func (b *block) ldsCopy(v *ir.Value) error {
+	p, addr, m, own := b.op(v.Ptr()), b.op(v.Addr()), b.op(v.Mask()), b.op(v.Cond())
+	regs := max(v.Ptr().Type.Regs, 1)
+	size := v.Ptr().Type.DType.Elem().Bytes()
+	vec := max(v.Mem().Vec, 1)
+	return b.accesses(v, b.n, regs, p, m, size, func(t, r int, on bool) error {
+		first := r - r%vec
+		if own.at(t, r) != own.at(t, first) {
+			return fmt.Errorf("%s: lane %d owns part of the vector at register %d", where(v), t, first)
+		}
+		if own.at(t, r) == 0 {
+			return nil
+		}
+		off := int(int32(addr.at(t, r)))
+		if r == first && off%(vec*size) != 0 {
+			return fmt.Errorf("%s: a %d-byte copy to LDS byte %d: not aligned", where(v), vec*size, off)
+		}
+		var x uint64
+		if on {
+			mem, err := b.access(v, p.at(t, r), size)
+			if err != nil {
+				return err
+			}
+			x = readBits(mem)
+		}
+		if err := b.ldsWrite(v, t, off, size, x); err != nil {
+			return err
+		}
+		for i := off; i < off+size; i++ {
+			b.pending[i] = true
+		}
+		return nil
+	})
+}
+
+func (b *block) notPending(v *ir.Value, off, size int) error {
+	for i := off; i < off+size; i++ {
+		if b.pending[i] {
+			return fmt.Errorf("%s: LDS byte %d is an lds_copy's that no async_wait has completed", where(v), i)
+		}
+	}
+	return nil
+}
+
 func (b *block) ldsWrite(v *ir.Value, lane, off, size int, x uint64) error {
 	if off < 0 || off+size > len(b.lds) {
 		return fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
+	}
+	if err := b.notPending(v, off, size); err != nil {
+		return err
 	}
 	if err := b.race.write(lane, off, size); err != nil {
 		return fmt.Errorf("%s: %v", where(v), err)
@@ -910,6 +969,9 @@ func (b *block) ldsWrite(v *ir.Value, lane, off, size int, x uint64) error {
 func (b *block) ldsRead(v *ir.Value, lane, off, size int) (uint64, error) {
 	if off < 0 || off+size > len(b.lds) {
 		return 0, fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
+	}
+	if err := b.notPending(v, off, size); err != nil {
+		return 0, err
 	}
 	if err := b.race.read(lane, off, size); err != nil {
 		return 0, fmt.Errorf("%s: %v", where(v), err)

@@ -459,6 +459,45 @@ func (b *Builder) LoadSpread(p, mask *Value, other any) *Value {
 	return v
 }
 
+// Stage reads p where mask holds (nil: everywhere; 0 elsewhere) into a
+// region of LDS of its own, asynchronously where the target can (cp.async
+// on NVIDIA): the registers are free while the copy runs and after it.
+// Unstage reads the rows back, as often as needed. A stage belongs at the
+// kernel's top level; only unstage may use it.
+func (b *Builder) Stage(p, mask *Value) *Value {
+	if p.Type.DType.K != KPtr {
+		return b.fail("stage from %v: want a pointer tile", p.Type.DType)
+	}
+	if r := p.Type.Rank(); r != 2 {
+		return b.fail("stage of a %d-D tile: want a 2-D one", r)
+	}
+	if b.cur != b.f.Entry {
+		return b.fail("stage inside a loop or if: a stage belongs at the kernel's top level")
+	}
+	o := b.operand(0, p.Type.DType.Elem())
+	if b.err != nil {
+		return b.placeholder()
+	}
+	_, o = b.broadcastPair(p, o)
+	return b.val(OpStage, Tile(p.Type.DType.Elem(), p.Type.Shape...), &MemAttr{Vec: 1}, p, b.mask(mask, p), o)
+}
+
+// Unstage reads rows r0 … r0+rows-1 of staged tile st (all its columns)
+// back from LDS, once its copies are done.
+func (b *Builder) Unstage(st *Value, r0 any, rows int) *Value {
+	if st.Op != OpStage {
+		return b.fail("unstage of a %s: want a stage", st.Op.Name())
+	}
+	if rows < 1 || rows > st.Type.Shape[0] || rows&(rows-1) != 0 {
+		return b.fail("unstage of %d rows of a %d-row stage: want a power of two up to it", rows, st.Type.Shape[0])
+	}
+	r := b.operand(r0, b.idx)
+	if b.err != nil {
+		return b.placeholder()
+	}
+	return b.val(OpUnstage, Tile(st.Type.DType, rows, st.Type.Shape[1]), IntAttr{rows}, st, r)
+}
+
 // Store writes x to p where mask holds (nil: everywhere).
 func (b *Builder) Store(p *Value, x any, mask *Value) {
 	if p.Type.DType.K != KPtr {

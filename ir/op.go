@@ -122,6 +122,14 @@ const (
 	// needs its programs resident at once (see Func.Waits).
 	OpWait
 
+	// v = stage [vec=n] <t> p mask other: a load whose elements go to a
+	// region of LDS of their own, for the kernel's whole run (other is 0),
+	// asynchronously where the target can: read back with unstage only.
+	OpStage
+	// v = unstage [rows] <t> st r0: rows r0 … r0+rows-1 of staged 2-D tile
+	// st, read from LDS (after the copies are done: a wait and a barrier).
+	OpUnstage
+
 	// v = convert <t> x: the same tile in another layout (the layout phase only).
 	OpConvert
 
@@ -145,6 +153,13 @@ const (
 	OpLDSReduce
 	// barrier: every lane of the block waits here (LDS accesses before it are visible after).
 	OpBarrier
+	// lds_copy [vec=n] addr p mask own: where own, each register's element
+	// from global p to LDS at its byte address where mask, 0 elsewhere (a
+	// replicated element is written by its owner alone); on NVIDIA a
+	// cp.async that completes by the lane's next async_wait.
+	OpLDSCopy
+	// async_wait: the lane's lds_copy writes are done (a barrier then shows them to the block).
+	OpAsyncWait
 
 	numOps
 )
@@ -322,6 +337,9 @@ func opTable() [numOps]opInfo {
 		OpSignal:    {name: "signal", roles: []Role{RolePtr, RoleX}, phase: all, effect: ReadsMem | WritesMem | Sync, check: checkSync},
 		OpWait:      {name: "wait", roles: []Role{RolePtr, RoleX}, phase: all, effect: ReadsMem | WritesMem | Sync, check: checkSync},
 
+		OpStage:   {name: "stage", roles: rLoad, phase: tiles, result: true, elem: true, attr: tMem, effect: ReadsMem | WritesMem, check: checkStage},
+		OpUnstage: {name: "unstage", roles: rXY, phase: tiles, result: true, attr: tInt, effect: ReadsMem, check: checkUnstage},
+
 		OpConvert: {name: "convert", roles: rX, phase: PhaseLayout, result: true, check: checkSameElem},
 
 		OpTid:        {name: "tid", phase: PhaseLanes, result: true, check: checkTid},
@@ -334,6 +352,8 @@ func opTable() [numOps]opInfo {
 		OpLDSLoad:    {name: "lds_load", roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tMem, effect: ReadsMem, check: checkLDSLoad},
 		OpLDSReduce:  {name: "lds_reduce", roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tLDSFold, effect: ReadsMem, check: checkLDSReduce},
 		OpBarrier:    {name: "barrier", phase: PhaseLanes, effect: Sync},
+		OpLDSCopy:    {name: "lds_copy", roles: []Role{RoleAddr, RolePtr, RoleMask, RoleCond}, phase: PhaseLanes, attr: tMem, effect: ReadsMem | WritesMem, check: checkLDSCopy},
+		OpAsyncWait:  {name: "async_wait", phase: PhaseLanes, effect: Sync},
 	}
 }
 

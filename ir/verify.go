@@ -17,7 +17,7 @@ const MaxTileElems = 1 << 16
 // elementwise operands; in the lanes phase register counts that agree.
 // Passes run it after each step in tests.
 func Verify(f *Func, phase Phase) error {
-	c := &checker{phase: phase, threads: f.Threads}
+	c := &checker{phase: phase, threads: f.Threads, entry: f.Entry}
 	if f.Target != nil {
 		c.wave = f.Target.WaveSize
 	}
@@ -62,6 +62,13 @@ func Verify(f *Func, phase Phase) error {
 		}
 	}
 	visit(f.Entry)
+	f.Walk(func(v *Value) {
+		for i, a := range v.Args {
+			if a != nil && a.Op == OpStage && (v.Op != OpUnstage || i != 0) {
+				errs = append(errs, fmt.Errorf("%s: %s uses staged %v: only unstage reads a stage", posOf(v), v.Op.Name(), a))
+			}
+		}
+	})
 	return errors.Join(errs...)
 }
 
@@ -76,6 +83,7 @@ type checker struct {
 	phase   Phase
 	threads int
 	wave    int
+	entry   *Block // the function's top level
 }
 
 // value applies the op table and the type rules to one value.
@@ -420,6 +428,63 @@ func checkLoad(_ *checker, v *Value) error {
 		return fmt.Errorf("load(%v, mask %v, other %v): want a pointer, a bool mask and other of the pointee type", p, m, o)
 	}
 	return checkVec(v, v.Type.DType, v.Type.Regs)
+}
+
+// checkStage: a load of a 1- or 2-D tile whose masked-off elements are 0
+// (what an asynchronous copy fills in), at the kernel's top level (its LDS
+// region is written once), used by unstage alone.
+func checkStage(c *checker, v *Value) error {
+	if err := checkLoad(c, v); err != nil {
+		return err
+	}
+	if r := v.Type.Rank(); r < 1 || r > 2 {
+		return fmt.Errorf("stage of a %d-D tile: want 1 or 2", r)
+	}
+	o := v.Other()
+	for o.Op == OpSplat || o.Op == OpBroadcast || o.Op == OpExpandDims {
+		o = o.Args[0]
+	}
+	if o.Op != OpConst || o.Const().Int != 0 || o.Const().Float != 0 {
+		return fmt.Errorf("stage with other %s: masked-off elements are 0", v.Other())
+	}
+	if v.Block != c.entry {
+		return fmt.Errorf("stage inside a loop or if: its LDS region is written once, at the kernel's top level")
+	}
+	return nil
+}
+
+// checkUnstage: rows r0 … r0+rows-1 of a staged 2-D tile, all its columns.
+func checkUnstage(_ *checker, v *Value) error {
+	st, r0 := v.Args[0], v.Args[1]
+	if st.Op != OpStage {
+		return fmt.Errorf("unstage of %s: want a stage", st.Op.Name())
+	}
+	if r0.Type.Rank() != 0 || !r0.Type.DType.IsInt() {
+		return fmt.Errorf("unstage's first row %v: want an integer scalar", r0.Type)
+	}
+	rows := v.Index()
+	if st.Type.Rank() != 2 || v.Type.Rank() != 2 || v.Type.DType != st.Type.DType ||
+		rows < 1 || rows > st.Type.Shape[0] || v.Type.Shape[0] != rows || v.Type.Shape[1] != st.Type.Shape[1] {
+		return fmt.Errorf("unstage of %d rows %v from %v", rows, v.Type, st.Type)
+	}
+	return nil
+}
+
+// checkLDSCopy: per register, a global element to an LDS byte address.
+func checkLDSCopy(_ *checker, v *Value) error {
+	p := v.Ptr()
+	if p.Type.DType.K != KPtr {
+		return fmt.Errorf("lds_copy from %v: want pointers", p.Type)
+	}
+	if err := checkLDSAddr(v.Addr(), p.Type.Regs); err != nil {
+		return err
+	}
+	for _, m := range []*Value{v.Mask(), v.Cond()} {
+		if m.Type.DType != Bool || !regsFit(m, p.Type.Regs) {
+			return fmt.Errorf("mask %v for %d registers", m.Type, p.Type.Regs)
+		}
+	}
+	return checkVec(v, p.Type.DType.Elem(), p.Type.Regs)
 }
 
 func checkVec(v *Value, d DType, regs int) error {

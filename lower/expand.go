@@ -30,6 +30,16 @@ func expand(f *ir.Func, _ *Config) error {
 		m: map[*ir.Value]*ir.Value{}, uses: f.Uses(), tcs: map[string]*ir.Value{}, consts: map[string]*ir.Value{},
 		pro: &ir.Block{},
 	}
+	// Each stage's region is its tile, rows unpadded (read along them in
+	// 16-byte vectors), for the whole kernel; the round trips' scratch
+	// follows.
+	e.stages = map[*ir.Value]int{}
+	for _, v := range f.Entry.Values {
+		if v.Op == ir.OpStage {
+			e.stages[v] = e.base
+			e.base += (v.Type.Elems()*v.Type.DType.Bytes() + 15) &^ 15
+		}
+	}
 	body := &ir.Block{}
 	if err := e.block(f.Entry, body); err != nil {
 		return err
@@ -52,7 +62,7 @@ func expand(f *ir.Func, _ *Config) error {
 		entry.Append(v)
 	}
 	f.Entry = entry
-	f.LDSBytes = e.lds
+	f.LDSBytes = e.base + e.lds
 	return nil
 }
 
@@ -67,7 +77,9 @@ type expander struct {
 	tid           *ir.Value
 	tcs           map[string]*ir.Value
 	consts        map[string]*ir.Value
-	lds           int // LDS bytes: every round trip starts at 0, fenced by barriers
+	lds           int               // LDS bytes: every round trip starts at base, fenced by barriers
+	stages        map[*ir.Value]int // a stage's region: its byte offset
+	base          int               // the round trips' start: past the stages' regions
 }
 
 func (e *expander) block(src, dst *ir.Block) error {
@@ -272,9 +284,14 @@ func (e *expander) linearHere(t ir.Type, pitch int) *ir.Value {
 	return e.bin(ir.OpAdd, e.bin(ir.OpMul, e.coord(t, 0), e.i32(pitch)), e.coord(t, 1))
 }
 
-// bytes is an LDS byte address: index x times the element size.
+// bytes is a round trip's LDS byte address: index x times the element
+// size, past the stages' regions.
 func (e *expander) bytes(x *ir.Value, size int) *ir.Value {
-	return e.bin(ir.OpMul, x, e.i32(size))
+	a := e.bin(ir.OpMul, x, e.i32(size))
+	if e.base > 0 {
+		a = e.bin(ir.OpAdd, a, e.i32(e.base))
+	}
+	return a
 }
 
 // thread is an address or predicate made of thread arithmetic alone: it
@@ -334,6 +351,9 @@ func (e *expander) value(v *ir.Value) error {
 		return e.block(v.Body, nv.Body)
 	case ir.OpYield, ir.OpLoopVar:
 		panic("BUG: expand: " + v.Op.Name() + " outside its loop")
+	case ir.OpUnstage:
+		e.m[v] = e.unstage(v)
+		return nil
 	}
 	args := e.args(v)
 	var nv *ir.Value
@@ -351,6 +371,8 @@ func (e *expander) value(v *ir.Value) error {
 		nv = e.rotate(v, args[0])
 	case ir.OpReduce:
 		nv = e.reduce(v, args[0])
+	case ir.OpStage:
+		e.stage(v, args) // no registers: unstage reads the region
 	case ir.OpConvert:
 		nv = e.roundTrip(v.Args[0].Type, v.Type, args[0], func(t ir.Type) *ir.Value { return e.linear(t, pitchOf(t)) }, pitchOf(v.Type))
 	case ir.OpStore:
@@ -453,7 +475,7 @@ func (e *expander) atomic(v *ir.Value, args []*ir.Value) *ir.Value {
 	}
 	size := t.DType.Elem().Bytes()
 	if t.Rank() == 0 {
-		addr := e.i32(0)
+		addr := e.i32(e.base)
 		e.ldsWrite(addr, old, w, &ir.MemAttr{Vec: 1})
 		e.lds = max(e.lds, size)
 		ld := e.emit(ir.OpLDSLoad, ir.Lanes(old.Type.DType, old.Type.Regs), &ir.MemAttr{Vec: 1}, addr)
@@ -510,6 +532,57 @@ func (e *expander) roundTrip(from, to ir.Type, x *ir.Value, index func(ir.Type) 
 	ld := e.emit(ir.OpLDSLoad, ir.Lanes(to.DType, nregs(to)), ldsVec(to), addr)
 	e.emit(ir.OpBarrier, ir.Type{}, nil)
 	return ld
+}
+
+// stage copies a staged tile's elements to its region: one lds_copy, each
+// element by its owner, at its row-major index (rows unpadded).
+func (e *expander) stage(v *ir.Value, args []*ir.Value) {
+	t := v.Type
+	size := t.DType.Bytes()
+	off := e.stages[v]
+	addr := e.thread(func() *ir.Value {
+		return e.bin(ir.OpAdd, e.bin(ir.OpMul, e.linear(t, t.Shape[1]), e.i32(size)), e.i32(off))
+	})
+	own := e.owner(t)
+	if own == nil {
+		own = e.c(ir.Bool, 1)
+	}
+	c := *v.Mem()
+	e.emit(ir.OpLDSCopy, ir.Type{}, &c, addr, e.fit(args[0], nregs(t)), args[1], own)
+}
+
+// unstage waits for the lane's copies, then a barrier shows every lane's,
+// then reads rows r0 … of the staged region in the result's layout, in
+// vectors of up to 16 bytes along the rows.
+func (e *expander) unstage(v *ir.Value) *ir.Value {
+	st, t := v.Args[0], v.Type
+	size, cols := t.DType.Bytes(), t.Shape[1]
+	e.emit(ir.OpAsyncWait, ir.Type{}, nil)
+	e.emit(ir.OpBarrier, ir.Type{}, nil)
+	idx := e.thread(func() *ir.Value { return e.bin(ir.OpMul, e.linear(t, cols), e.i32(size)) })
+	r0 := e.m[v.Args[1]]
+	if r0.Type.DType != ir.I32 { // LDS byte addresses are 32-bit
+		r0 = e.emit(ir.OpCast, ir.Lanes(ir.I32, r0.Type.Regs), nil, r0)
+	}
+	row := e.bin(ir.OpAdd, e.bin(ir.OpMul, r0, e.i32(cols*size)), e.i32(e.stages[st]))
+	addr := e.bin(ir.OpAdd, idx, row)
+	return e.emit(ir.OpLDSLoad, ir.Lanes(t.DType, nregs(t)), stagedVec(t), addr)
+}
+
+// stagedVec is how a lane reads its elements of a staged region: as many
+// consecutive ones as it holds along the rows, up to 16 bytes and the
+// alignment the unpadded rows keep.
+func stagedVec(t ir.Type) *ir.MemAttr {
+	l := t.Layout
+	d := l.BaseDim(1)
+	_, spt, _, _, stride := l.Geometry(t.Shape)
+	pitch := t.Shape[1] * t.DType.Bytes()
+	vb := min(spt[d]*t.DType.Bytes(), 16, pitch&-pitch)
+	vec := max(1, vb/t.DType.Bytes())
+	if vec == 1 {
+		return &ir.MemAttr{Vec: 1}
+	}
+	return &ir.MemAttr{Vec: vec, Stride: stride[d]}
 }
 
 // ldsWrite writes x to LDS at addr where mask (nil: everywhere), then a

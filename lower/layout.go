@@ -64,6 +64,8 @@ func transposedRows(f *ir.Func) map[*ir.Value]int {
 		switch {
 		case v.Op == ir.OpLoad && v.Type.Rank() == 2:
 			rows[v.Ptr()] = max(rows[v.Ptr()], n)
+		case v.Op == ir.OpUnstage:
+			rows[v] = max(rows[v], n)
 		case v.Op == ir.OpLoopVar && v.Index() > 0 && v.Type.Rank() == 2:
 			loop := v.Loop()
 			back(loop.Args[2+v.Index()], n)
@@ -145,6 +147,12 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	for changed := true; changed; {
 		changed = false
 		for _, v := range all {
+			if v.Op == ir.OpUnstage {
+				// Read from LDS as a load of its shape reads memory: 16 bytes
+				// a lane along the rows, and rows a lane where it is transposed.
+				changed = set(v, anchor(v.Type.Shape, 1, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes, max(rows[v], 1))) || changed
+				continue
+			}
 			if l := forward(v, anchorOf, spread); l != nil {
 				changed = set(v, l) || changed
 			}
@@ -199,7 +207,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 // pointer's, a loop result's the layout its value is carried in.
 func derived(v *ir.Value) bool {
 	switch v.Op {
-	case ir.OpReduce, ir.OpLoad, ir.OpAtomic, ir.OpForResult:
+	case ir.OpReduce, ir.OpLoad, ir.OpAtomic, ir.OpForResult, ir.OpStage, ir.OpUnstage:
 		return true
 	}
 	return false
@@ -211,6 +219,8 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread 
 		return nil
 	}
 	switch v.Op {
+	case ir.OpStage:
+		return anchorOf(v.Ptr(), v.Type.DType)
 	case ir.OpLoad:
 		if v.Mem().Spread {
 			return spread
@@ -267,7 +277,7 @@ func backward(v *ir.Value, j int, l *ir.Layout) *ir.Layout {
 	case ir.OpYield:
 		_, carried := v.Block.Parent.ForVars()
 		return carried[j].Type.Layout
-	case ir.OpReduce, ir.OpSplat, ir.OpFor, ir.OpForResult, ir.OpIf:
+	case ir.OpReduce, ir.OpSplat, ir.OpFor, ir.OpForResult, ir.OpIf, ir.OpUnstage:
 		return nil
 	case ir.OpExpandDims:
 		return l.Slice(v.Axis())
@@ -302,7 +312,7 @@ func need(v *ir.Value, j int) *ir.Layout {
 		return l.Trans()
 	case ir.OpBroadcast, ir.OpRotate:
 		return l
-	case ir.OpReduce, ir.OpSplat, ir.OpForResult, ir.OpConvert, ir.OpIf:
+	case ir.OpReduce, ir.OpSplat, ir.OpForResult, ir.OpConvert, ir.OpIf, ir.OpUnstage:
 		return nil
 	}
 	if v.Op.IsElementwise() {
@@ -343,6 +353,16 @@ func insertConverts(f *ir.Func) {
 					}
 					continue
 				}
+				if c := rebroadcast(f, a, want); c != nil {
+					// A row or column broadcast into a tile: the vector goes
+					// into the wanted layout (usually as it is), not the tile.
+					for _, m := range c {
+						b.Insert(i, m)
+						i++
+					}
+					v.Args[j] = c[len(c)-1]
+					continue
+				}
 				c := f.NewValue(ir.OpConvert, ir.Type{Shape: a.Type.Shape, DType: a.Type.DType, Layout: want}, nil, a)
 				c.Pos, c.Name = v.Pos, a.Name
 				b.Insert(i, c)
@@ -352,6 +372,30 @@ func insertConverts(f *ir.Func) {
 		}
 	}
 	fix(f.Entry)
+}
+
+// rebroadcast is broadcast a (of expand_dims of a vector x) remade in
+// layout l, x converted only where its own layout differs from l's slice:
+// the values to insert, the new broadcast last; nil if a is no such
+// broadcast.
+func rebroadcast(f *ir.Func, a *ir.Value, l *ir.Layout) []*ir.Value {
+	if a.Op != ir.OpBroadcast || a.Args[0].Op != ir.OpExpandDims {
+		return nil
+	}
+	e := a.Args[0]
+	x := e.Args[0]
+	var made []*ir.Value
+	if want := l.Slice(e.Axis()); !ir.Equivalent(x.Type.Layout, want, x.Type.Shape, f.Threads) {
+		c := f.NewValue(ir.OpConvert, ir.Type{Shape: x.Type.Shape, DType: x.Type.DType, Layout: want}, nil, x)
+		c.Pos, c.Name = a.Pos, x.Name
+		made = append(made, c)
+		x = c
+	}
+	ne := f.NewValue(ir.OpExpandDims, ir.Type{Shape: e.Type.Shape, DType: e.Type.DType, Layout: l}, e.Attr, x)
+	ne.Pos, ne.Name = e.Pos, e.Name
+	nb := f.NewValue(ir.OpBroadcast, ir.Type{Shape: a.Type.Shape, DType: a.Type.DType, Layout: l}, a.Attr, ne)
+	nb.Pos, nb.Name = a.Pos, a.Name
+	return append(made, ne, nb)
 }
 
 // recomputable reports whether tile v is index arithmetic: made only of

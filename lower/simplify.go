@@ -81,6 +81,8 @@ func exact(v *ir.Value, j int) bool {
 		return j >= 3
 	case ir.OpLDSStore:
 		return v.RoleOf(j) == ir.RoleData
+	case ir.OpLDSCopy: // its pointers give the copy its registers
+		return v.RoleOf(j) == ir.RolePtr
 	}
 	return false
 }

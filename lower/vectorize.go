@@ -11,11 +11,11 @@ import "github.com/fp8gen/fp8gen/ir"
 // interpreter checks both claims. A store whose run is longer than its
 // alignment allows (a transposed fp8 output with T not a multiple of 16:
 // qt's rows start off the vector's grid) takes the whole run, Unaligned,
-// and moves in aligned pieces.
+// and moves in aligned pieces. A stage's copy is vectorized as a load.
 func vectorize(f *ir.Func, cfg *Config) error {
 	info := analyze(f, cfg)
 	f.Walk(func(v *ir.Value) {
-		if v.Op != ir.OpLoad && v.Op != ir.OpStore {
+		if v.Op != ir.OpLoad && v.Op != ir.OpStore && v.Op != ir.OpStage {
 			return
 		}
 		m := v.Mem()

@@ -471,6 +471,65 @@ var Cases = []Case{
 		},
 	},
 	{
+		// Rows staged in LDS (stage, unstage): a [64, 32] tile of bf16 x
+		// (16-byte copies where K is a multiple of 8) and one of f32 w
+		// (4-byte copies: K unknown), rows masked past M and columns past
+		// K, read back in two halves of 32 rows at a row offset and
+		// stored: y = x as f32, z = w + 1.
+		Name: "rows staged in LDS", Warps: 4, Div: map[string]int{"K": 8},
+		Build: func(b *ir.Builder) {
+			x, w := b.Param("x", ir.BF16), b.Param("w", ir.F32)
+			y, z := b.Param("y", ir.F32), b.Param("z", ir.F32)
+			m, k, kw := b.Size("M"), b.Size("K"), b.Size("KW")
+			tile := func(rows, cols, ld *ir.Value) *ir.Value { return b.Add(b.Mul(b.Col(rows), ld), b.Row(cols)) }
+			rows, cols := b.Arange(64), b.Add(b.Mul(b.ProgramID(0), 32), b.Arange(32))
+			sx := b.Stage(b.PtrAdd(x, tile(rows, cols, k)), b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))))
+			sw := b.Stage(b.PtrAdd(w, tile(rows, cols, kw)), b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, kw))))
+			for h := 0; h < 2; h++ {
+				r := b.Add(b.Arange(32), 32*h)
+				c := b.Add(b.Mul(b.ProgramID(0), 32), b.Arange(32))
+				b.Store(b.PtrAdd(y, tile(r, c, k)), b.Cast(b.Unstage(sx, 32*h, 32), ir.F32), b.And(b.Col(b.Lt(r, m)), b.Row(b.Lt(c, k))))
+				b.Store(b.PtrAdd(z, tile(r, c, kw)), b.Add(b.Unstage(sw, 32*h, 32), 1), b.And(b.Col(b.Lt(r, m)), b.Row(b.Lt(c, kw))))
+			}
+		},
+		Inputs: func(r *rand.Rand) ([3]int, []any) {
+			const m, k, kw = 50, 40, 37
+			x, w := make([]byte, 2*m*k), make([]float32, m*kw)
+			for i := 0; i < m*k; i++ {
+				binary.LittleEndian.PutUint16(x[2*i:], uint16(math.Float32bits(float32(r.NormFloat64()))>>16))
+			}
+			for i := range w {
+				w[i] = float32(r.NormFloat64())
+			}
+			return [3]int{2, 1, 1}, []any{x, F32s(w), make([]byte, 4*m*k), make([]byte, 4*m*kw), m, k, kw}
+		},
+		Want: func(t testing.TB, args []any) {
+			x, w, y, z := args[0].([]byte), args[1].([]byte), args[2].([]byte), args[3].([]byte)
+			m, k, kw := args[4].(int), args[5].(int), args[6].(int)
+			for i := 0; i < m*k; i++ {
+				if got, want := GetF32(y, i), math.Float32frombits(uint32(binary.LittleEndian.Uint16(x[2*i:]))<<16); got != want {
+					t.Fatalf("y[%d][%d] = %v, want %v", i/k, i%k, got, want)
+				}
+			}
+			for i := 0; i < m*kw; i++ {
+				if got, want := GetF32(z, i), GetF32(w, i)+1; got != want {
+					t.Fatalf("z[%d][%d] = %v, want %v", i/kw, i%kw, got, want)
+				}
+			}
+		},
+		Lowered: func(t testing.TB, f *ir.Func) {
+			var vecs []int
+			f.Walk(func(v *ir.Value) {
+				if v.Op == ir.OpLDSCopy {
+					vecs = append(vecs, v.Mem().Vec)
+				}
+			})
+			if len(vecs) != 2 || vecs[0] != 8 || vecs[1] != 1 {
+				t.Errorf("lds_copy vectors %v; want [8 1] (bf16 16 bytes, f32 one at a time)", vecs)
+			}
+		},
+	},
+	{
 		// Programs waiting on each other: each adds its id + 1 to a sum,
 		// signals a counter and waits until every program has; then each
 		// reads the sum, which must be whole. The grid asks for more
