@@ -232,7 +232,8 @@ func TestGFX942ScalesAgainst240(t *testing.T) {
 func TestGPUGroupedGarbageOffsets(t *testing.T) {
 	g := openGPU(t)
 	for _, s := range []schedule.Params{nil, {"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 1, "FUSED": 1},
-		{"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8}} {
+		{"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
+		{"BLOCK_T": 64, "BLOCK_K": 64, "WARPS": 4, "SPLIT": 1, "FUSED": 2, "HOLD": 4}} {
 		t.Run(fmt.Sprint(s), func(t *testing.T) { garbageOffsets(t, g, s) })
 	}
 }

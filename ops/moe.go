@@ -229,13 +229,15 @@ var GroupedColwise = register(&Op{
 		{Name: "grouped_amax_rows", Build: groupedAmaxByRowsKernel, Grid: byRowsGrid, When: e("BY_ROWS == 1")},
 		{Name: "grouped_cast_rows", Build: groupedCastByRowsKernel, Grid: byRowsGrid, When: e("BY_ROWS == 1")},
 		{Name: "grouped_fused", Build: groupedFusedKernel, Grid: groupedGrid, When: e("FUSED == 1")},
+		{Name: "grouped_held", Build: groupedHeldKernel, Grid: groupedGrid, When: e("FUSED == 2")},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_T", Doc: "rows (tokens) of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
 		{Name: "SPLIT", Doc: "programs per group and column block, each taking every SPLIT-th tile of the group's rows (BY_ROWS=1: ranges of rows per column block)", Domain: schedule.Pow2("1", "1024")},
-		{Name: "FUSED", Doc: "1: one kernel, whose program reads its group's column block twice (the amax, then the cast: the second read from L2 where the strips fit); 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "1")},
+		{Name: "FUSED", Doc: "1: one kernel, whose program reads its group's column block twice (the amax, then the cast: the second read from L2 where the strips fit); 2: one kernel whose program holds its group's first HOLD tiles in LDS (read from memory once) and reads the rest twice; 0: the amax kernel, then the cast kernel", Domain: schedule.Range("0", "2")},
+		{Name: "HOLD", Doc: "tiles of its group's first rows the FUSED=2 kernel's program holds in LDS, copied asynchronously on NVIDIA (0 elsewhere)", Domain: schedule.Range("0", "8")},
 		{Name: "BY_ROWS", Doc: "1: the two kernels' programs take SPLIT equal ranges of rows whatever the groups, each group of its range in turn; 0: SPLIT programs a group", Domain: schedule.Bool()},
 		{Name: "BLOCK_E", Doc: "groups a by-rows program reads offsets for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
 		{Name: "PREFETCH", Doc: "1: the grouped loops over a program's tiles load the next tile of x before working on this one (twice x's registers), so that its latency overlaps this tile's work and barriers; 0: each tile is loaded when its turn comes", Domain: schedule.Bool()},
@@ -243,7 +245,11 @@ var GroupedColwise = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("BLOCK_T * BLOCK_K"),
-		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernel takes a group's column block in one program: SPLIT must be 1"},
+		{Cond: e("FUSED == 0 || SPLIT == 1"), Why: "the fused kernels take a group's column block in one program: SPLIT must be 1"},
+		{Cond: e("(FUSED == 2) == (HOLD > 0)"), Why: "HOLD is the FUSED=2 kernel's, which holds at least one tile; elsewhere it must be 0"},
+		{Cond: e("HOLD == 0 || HOLD == 1 || HOLD == 2 || HOLD == 4 || HOLD == 8"), Why: "the held rows are one tile: HOLD must be a power of two"},
+		{Cond: e("HOLD * BLOCK_T * BLOCK_K * 4 <= LDS"), Why: "the held rows (4 bytes an element at most) fit in LDS"},
+		{Cond: e("FUSED != 2 || BLOCK_T % 16 == 0"), Why: "the FUSED=2 kernel's tiles start on multiples of 16 rows: BLOCK_T must be one"},
 		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups; 2 with ORDER=1) holds at most 65535 programs"},
 		{Cond: e("ORDER == 0 || cdiv(K, BLOCK_K) <= 65535"), Why: "with ORDER=1 grid axis 1 (column blocks) holds at most 65535 programs"},
 		{Cond: e("BY_ROWS == 0 || FUSED == 0"), Why: "the by-rows kernels are two (FUSED=0)"},
@@ -270,10 +276,12 @@ var GroupedColwise = register(&Op{
 		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
 		// The fused and by-rows kernels as the H200's tuning ships them
 		// (PREFETCH=1).
-		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1}},
-		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1}},
+		{Name: "fused", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1, "HOLD": 0}},
+		// The fused kernel holding its groups' first 256 rows in LDS.
+		{Name: "held", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 1, "FUSED": 2, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 1, "HOLD": 2}},
+		{Name: "rows", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 64, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0, "PREFETCH": 1, "HOLD": 0}},
 		// The two-pass kernels as they were before ORDER and PREFETCH.
-		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0}},
+		{Name: "column_blocks_first", Schedule: schedule.Params{"BLOCK_T": 128, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 8, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 0, "PREFETCH": 0, "HOLD": 0}},
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
@@ -341,7 +349,7 @@ func groupedCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
 	}
-	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}}
+	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}, {"HOLD", e("0")}}
 	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("32")}, two...)...)
 	out[0], out[1] = out[1], out[0]
 	tall := "T % 32 != 0 && T >= 4096 * E"
@@ -350,7 +358,11 @@ func groupedCandidates() []Candidate {
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}})
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"HOLD", e("0")}})
+	}
+	// The fused kernel holding its group's first 256 or 512 rows in LDS.
+	for _, c := range [][4]string{{"128", "64", "8", "2"}, {"128", "64", "8", "4"}, {"64", "64", "4", "4"}} {
+		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("2")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"HOLD", e(c[3])}})
 	}
 	// By rows: equal ranges of rows, 128 × 64 in 8 waves about 4 blocks a
 	// CU, 64 × 64 in 4 waves about 8 (the same lanes a CU: 114.9 against
@@ -358,7 +370,7 @@ func groupedCandidates() []Candidate {
 	ranges := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
 	}
-	byRows := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("1")}, {"BLOCK_E", e("pow2ceil(E)")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}}
+	byRows := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("1")}, {"BLOCK_E", e("pow2ceil(E)")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"HOLD", e("0")}}
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("4")}, byRows...)...)[0])
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("8")}, byRows...)...)[1])
 	return out
@@ -376,6 +388,8 @@ func groupedTestSchedules() []schedule.Params {
 		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1},
 		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "BY_ROWS": 0, "BLOCK_E": 1},
+		// held rows past, within and short of the groups
+		{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 2, "BY_ROWS": 0, "BLOCK_E": 1, "HOLD": 2},
 	}
 	var out []schedule.Params
 	for _, k := range kinds {
@@ -383,11 +397,14 @@ func groupedTestSchedules() []schedule.Params {
 			for _, prefetch := range []int{0, 1} {
 				s := maps.Clone(k)
 				s["ORDER"], s["PREFETCH"] = order, prefetch
+				if _, ok := s["HOLD"]; !ok {
+					s["HOLD"] = 0
+				}
 				out = append(out, s)
 			}
 		}
 	}
-	return append(out, schedule.Params{"BLOCK_T": 256, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1})
+	return append(out, schedule.Params{"BLOCK_T": 256, "BLOCK_K": 64, "WARPS": 8, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 0, "BLOCK_E": 1, "ORDER": 1, "PREFETCH": 1, "HOLD": 0})
 }
 
 // groupStatus explains the status word.

@@ -180,6 +180,13 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 // PREFETCH=1, the next one loaded before body works on this one
 // (tileLoop).
 func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	start, step := groupTileStart(b, c, lo, byRows)
+	return groupTilesFrom(b, c, x, lo, hi, k, start, step, c.Knob("BLOCK_T"), inits, body)
+}
+
+// groupTilesFrom is groupTilesOfX's loop over the tiles from row start,
+// every step rows, start a multiple of align.
+func groupTilesFrom(b *ir.Builder, c *Call, x, lo, hi, k, start *ir.Value, step, align int, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	load := func(t0 *ir.Value, ahead bool) *ir.Value {
 		rows, rmask := groupedRows(b, c, t0, lo, hi)
 		if ahead {
@@ -190,8 +197,7 @@ func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, 
 		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
 		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
-	start, step := groupTileStart(b, c, lo, byRows)
-	return tileLoop(b, start, hi, step, c.Knob("BLOCK_T"), c.Knob("PREFETCH") == 1, load, inits,
+	return tileLoop(b, start, hi, step, align, c.Knob("PREFETCH") == 1, load, inits,
 		func(t0, tile *ir.Value, carried []*ir.Value) []*ir.Value {
 			return body(t0, b.Cast(tile, ir.F32).Named("xf"), carried)
 		})
@@ -257,14 +263,20 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 // and column block by the columns' scales and stores them transposed.
 func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Value, byRows bool) {
 	groupTilesOfX(b, c, x, lo, hi, k, byRows, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
-		q := b.Cast(b.Mul(xf, b.Row(scale)), ir.FP8(c.Format)).Named("q")
-		rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
-		cols2 := groupedCols(b, c)
-		offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
-		maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
-		b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
+		groupedStoreTile(b, c, qt, lo, hi, t, k, t0, xf, scale)
 		return nil
 	})
+}
+
+// groupedStoreTile casts the tile xf of rows from t0 by the columns'
+// scales and stores its rows in [lo, hi) transposed.
+func groupedStoreTile(b *ir.Builder, c *Call, qt, lo, hi, t, k, t0, xf, scale *ir.Value) {
+	q := b.Cast(b.Mul(xf, b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
+	cols2 := groupedCols(b, c)
+	offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
+	maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
 }
 
 // groupedFusedKernel is both kernels in one (FUSED=1): the program of
@@ -290,6 +302,62 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
 	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
 	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
+}
+
+// groupedHeldKernel is the fused kernel holding its group's first rows
+// on chip (FUSED=2): the program of group g and column block pk copies
+// the HOLD·BLOCK_T rows from its group's first (down to a multiple of 16)
+// into LDS (stage: asynchronous on NVIDIA, so the copy runs while the
+// program reads the rest), reads the rest of its group once for the amax,
+// takes the held rows' amax from LDS, then casts the held rows from LDS
+// and the rest by a second read. A group no longer than the held rows is
+// read from memory once and never leaves the chip. On the H200 a
+// hand-written probe of this design reached 87–89% of copy where every
+// group fits (bench/NOTES.md, eighteenth session).
+func groupedHeldKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	status := b.Param("status", ir.I32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g := groupedPID(b, c, axisGroup)
+	lo, hi, bad := groupRows(b, c, offsets, t, ne)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
+	bt, tiles := c.Knob("BLOCK_T"), c.Knob("HOLD")
+	held := bt * tiles
+	// Rows from a multiple of 16, so that qt's stores start on vectors.
+	start := b.MultipleOf(b.Mul(b.Div(lo, 16), 16).Named("t_start"), 16)
+	rows := b.Add(start, b.Arange(held)).Named("held_rows")
+	cols := groupedCols(b, c)
+	st := b.Stage(b.PtrAdd(x, b.Add(b.Mul(b.Col(rows), k), b.Row(cols))),
+		b.And(b.Col(b.And(b.Ge(rows, lo), b.Lt(rows, hi))), b.Row(b.Lt(cols, k)))).Named("x_held")
+	rest := b.MultipleOf(b.Add(start, held).Named("rest_start"), 16)
+	acc := groupTilesFrom(b, c, x, lo, hi, k, rest, bt, 16, []*ir.Value{b.Full(ir.F32, 0, bt, c.Knob("BLOCK_K")).Named("amax_part")},
+		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
+			return []*ir.Value{b.Max(acc[0], b.Abs(xf))}
+		})[0]
+	// The held rows' amax from LDS (zeros where masked), after the rest's
+	// loop so that their copy had its time.
+	for h := 0; h < tiles; h++ {
+		acc = b.Max(acc, b.Abs(b.Cast(b.Unstage(st, h*bt, bt), ir.F32)))
+	}
+	amax := b.Reduce(acc, 0, ir.RMax).Named("amax")
+	scale := scaleOf(b, amax, c)
+	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
+	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
+	for h := 0; h < tiles; h++ {
+		t0 := b.MultipleOf(b.Add(start, h*bt), 16)
+		b.If(b.Lt(t0, hi), func() { // a group shorter than the held rows stores nothing past its end
+			groupedStoreTile(b, c, qt, lo, hi, t, k, t0, b.Cast(b.Unstage(st, h*bt, bt), ir.F32).Named("xf"), scale)
+		})
+	}
+	groupTilesFrom(b, c, x, lo, hi, k, rest, bt, 16, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
+		groupedStoreTile(b, c, qt, lo, hi, t, k, t0, xf, scale)
+		return nil
+	})
 	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
 }
 
