@@ -203,8 +203,9 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 
 // derived reports whether v's layout follows from its operand's alone, so
 // that users never choose it: a reduction's is the slice of its operand's,
-// a load's its pointer's anchor (or the spread layout), an atomic's its
-// pointer's, a loop result's the layout its value is carried in.
+// a load's (and a stage's) its pointer's anchor (or the spread layout), an
+// atomic's its pointer's, a loop result's the layout its value is carried
+// in, an unstage's the anchor of its shape.
 func derived(v *ir.Value) bool {
 	switch v.Op {
 	case ir.OpReduce, ir.OpLoad, ir.OpAtomic, ir.OpForResult, ir.OpStage, ir.OpUnstage:

@@ -360,10 +360,12 @@ func groupedCandidates() []Candidate {
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
 		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("1")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"HOLD", e("0")}})
 	}
-	// The fused kernel holding its group's first 256 or 512 rows in LDS.
-	for _, c := range [][4]string{{"128", "64", "8", "2"}, {"128", "64", "8", "4"}, {"64", "64", "4", "4"}} {
-		out = append(out, Candidate{{"BLOCK_T", e(c[0])}, {"BLOCK_K", e(c[1])}, {"WARPS", e(c[2])}, {"SPLIT", e("1")}, {"FUSED", e("2")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"HOLD", e(c[3])}})
-	}
+	// Not the fused kernel holding its group's first rows in LDS (FUSED=2):
+	// bit-exact, x read once where a group fits, but slower than the
+	// defaults at every bench shape on the H200 (178.9 / 206.5 / 806.1
+	// against 160.1 / 114.9 / 618.3 µs, 2026-12-03): its code issues about
+	// 1.8 times the instructions of the hand-written probe that reached
+	// 89% of copy (bench/NOTES.md, eighteenth session).
 	// By rows: equal ranges of rows, 128 × 64 in 8 waves about 4 blocks a
 	// CU, 64 × 64 in 4 waves about 8 (the same lanes a CU: 114.9 against
 	// 126.2 µs at 4 a CU, T=32768, 2026-12-03).

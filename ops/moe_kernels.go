@@ -314,7 +314,10 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 // and the rest by a second read. A group no longer than the held rows is
 // read from memory once and never leaves the chip. On the H200 a
 // hand-written probe of this design reached 87–89% of copy where every
-// group fits (bench/NOTES.md, eighteenth session).
+// group fits; this kernel, bit-exact, reads x exactly once there too but
+// issues about 1.8 times the probe's instructions and is slower than the
+// defaults (bench/NOTES.md, eighteenth session): a schedule to choose,
+// not a candidate.
 func groupedHeldKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	offsets := b.Param("offsets", ir.I32)
