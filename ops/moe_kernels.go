@@ -279,6 +279,23 @@ func groupedStoreTile(b *ir.Builder, c *Call, qt, lo, hi, t, k, t0, xf, scale *i
 	b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
 }
 
+// groupedFusedStart declares a fused kernel's arguments (FUSED=1 or 2)
+// and finds its program's group g and rows [lo, hi), the first column
+// block's program reporting bad offsets.
+func groupedFusedStart(b *ir.Builder, c *Call) (x, qt, inv, amax, t, k, g, lo, hi *ir.Value) {
+	x = b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	qt = b.Param("qt", ir.FP8(c.Format))
+	inv = b.Param("inv_scale", ir.F32)
+	amax = b.Param("amax", ir.F32)
+	status := b.Param("status", ir.I32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g = groupedPID(b, c, axisGroup)
+	lo, hi, bad := groupRows(b, c, offsets, t, ne)
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
+	return x, qt, inv, amax, t, k, g, lo, hi
+}
+
 // groupedFusedKernel is both kernels in one (FUSED=1): the program of
 // group g and column block pk reads its group's rows twice, for the amax
 // and then for the cast. Its second read finds them in L2 where the
@@ -286,16 +303,7 @@ func groupedStoreTile(b *ir.Builder, c *Call, qt, lo, hi, t, k, t0, xf, scale *i
 // launch, no atomics, about the copy's bytes from memory. Long groups are
 // the two-pass kernels' (the tune decides).
 func groupedFusedKernel(b *ir.Builder, c *Call) {
-	x := b.Param("x", c.DType("x"))
-	offsets := b.Param("offsets", ir.I32)
-	qt := b.Param("qt", ir.FP8(c.Format))
-	inv := b.Param("inv_scale", ir.F32)
-	amaxp := b.Param("amax", ir.F32)
-	status := b.Param("status", ir.I32)
-	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := groupedPID(b, c, axisGroup)
-	lo, hi, bad := groupRows(b, c, offsets, t, ne)
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
+	x, qt, inv, amaxp, t, k, g, lo, hi := groupedFusedStart(b, c)
 	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
 	cols := groupedCols(b, c)
@@ -319,16 +327,7 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 // defaults (bench/NOTES.md, eighteenth session): a schedule to choose,
 // not a candidate.
 func groupedHeldKernel(b *ir.Builder, c *Call) {
-	x := b.Param("x", c.DType("x"))
-	offsets := b.Param("offsets", ir.I32)
-	qt := b.Param("qt", ir.FP8(c.Format))
-	inv := b.Param("inv_scale", ir.F32)
-	amaxp := b.Param("amax", ir.F32)
-	status := b.Param("status", ir.I32)
-	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	g := groupedPID(b, c, axisGroup)
-	lo, hi, bad := groupRows(b, c, offsets, t, ne)
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
+	x, qt, inv, amaxp, t, k, g, lo, hi := groupedFusedStart(b, c)
 	bt, tiles := c.Knob("BLOCK_T"), c.Knob("HOLD")
 	held := bt * tiles
 	// Rows from a multiple of 16, so that qt's stores start on vectors.
