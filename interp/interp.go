@@ -184,8 +184,10 @@ type block struct {
 	race ldsTracker
 	// pending marks the LDS bytes an lds_copy wrote that no async_wait has
 	// completed yet: on the GPU they may not have landed, so reading or
-	// overwriting them is an error.
+	// overwriting them is an error; copies are those writes, which the
+	// race tracker hears of at the wait.
 	pending []bool
+	copies  []ldsCopied
 }
 
 func (m *machine) newBlock() *block {
@@ -202,6 +204,8 @@ func (m *machine) newBlock() *block {
 func (b *block) run(pid [3]int) error {
 	b.pid = pid
 	b.race.barrier() // programs never share LDS: a new program starts a new epoch
+	b.copies = b.copies[:0]
+	clear(b.pending)
 	return b.exec(b.m.f.Entry)
 }
 
@@ -344,7 +348,7 @@ func (b *block) step(v *ir.Value) error {
 	case ir.OpLDSCopy:
 		return b.ldsCopy(v)
 	case ir.OpAsyncWait:
-		clear(b.pending) // the lanes run in lockstep: every lane waits here
+		return b.asyncWait(v)
 	case ir.OpSignal:
 		return b.signal(v)
 	case ir.OpWait:
@@ -925,6 +929,9 @@ func (b *block) ldsCopy(v *ir.Value) error {
 		if r == first && off%(vec*size) != 0 {
 			return fmt.Errorf("%s: a %d-byte copy to LDS byte %d: not aligned", where(v), vec*size, off)
 		}
+		if f := int(int32(addr.at(t, first))); off != f+(r-first)*size {
+			return fmt.Errorf("%s: a %d-byte copy to LDS bytes %d and %d: not one run", where(v), vec*size, f, off)
+		}
 		var x uint64
 		if on {
 			mem, err := b.access(v, p.at(t, r), size)
@@ -933,14 +940,38 @@ func (b *block) ldsCopy(v *ir.Value) error {
 			}
 			x = readBits(mem)
 		}
-		if err := b.ldsWrite(v, t, off, size, x); err != nil {
+		if off < 0 || off+size > len(b.lds) {
+			return fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
+		}
+		if err := b.notPending(v, off, size); err != nil {
 			return err
 		}
+		// The bytes land now, but other lanes may see them only after
+		// this lane's wait and a barrier: the race tracker hears of the
+		// write at the wait.
+		writeBits(b.lds[off:off+size], x)
 		for i := off; i < off+size; i++ {
 			b.pending[i] = true
 		}
+		b.copies = append(b.copies, ldsCopied{t, off, size})
 		return nil
 	})
+}
+
+// ldsCopied is an lds_copy's write by one lane, not yet waited for.
+type ldsCopied struct{ lane, off, size int }
+
+// asyncWait completes every lane's copies (the lanes run in lockstep):
+// their writes happen, for the race tracker, here.
+func (b *block) asyncWait(v *ir.Value) error {
+	for _, c := range b.copies {
+		if err := b.race.write(c.lane, c.off, c.size); err != nil {
+			return fmt.Errorf("%s: %v", where(v), err)
+		}
+	}
+	b.copies = b.copies[:0]
+	clear(b.pending)
+	return nil
 }
 
 func (b *block) notPending(v *ir.Value, off, size int) error {

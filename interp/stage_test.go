@@ -157,3 +157,45 @@ func TestStageZeroFill(t *testing.T) {
 		}
 	}
 }
+
+// A stage whose memory runs down the columns copies element by element
+// (its region is row-major) and reads back right.
+func TestStageColumnMajor(t *testing.T) {
+	f := kernel(t, 4, nil, func(b *ir.Builder) {
+		x, y := b.Param("x", ir.F32), b.Param("y", ir.F32)
+		rows, cols := b.Arange(64), b.Arange(16)
+		st := b.Stage(b.PtrAdd(x, b.Add(b.Col(rows), b.Mul(b.Row(cols), 64))), nil)
+		b.Store(b.PtrAdd(y, b.Add(b.Mul(b.Col(b.Arange(64)), 16), b.Row(b.Arange(16)))), b.Unstage(st, 0, 64), nil)
+	})
+	f.Walk(func(v *ir.Value) {
+		if v.Op == ir.OpLDSCopy && v.Mem().Vec != 1 {
+			t.Errorf("%s: a vector across the region's rows", v.LongString())
+		}
+	})
+	x := make([]float32, 64*16)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	y := make([]byte, 4*64*16)
+	if err := launch(t, f, [3]int{1, 1, 1}, captest.F32s(x), y); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < 64; r++ {
+		for c := 0; c < 16; c++ {
+			if got, want := captest.GetF32(y, r*16+c), x[c*64+r]; got != want {
+				t.Fatalf("y[%d][%d] = %v, want %v", r, c, got, want)
+			}
+		}
+	}
+}
+
+// The verifier refuses an unstage past the staged rows.
+func TestUnstagePastRows(t *testing.T) {
+	b := ir.NewBuilder("k", nil)
+	x := b.Param("x", ir.F32)
+	st := b.Stage(b.PtrAdd(x, b.Add(b.Col(b.Arange(32)), b.Row(b.Arange(16)))), nil)
+	b.Unstage(st, 24, 16)
+	if _, err := b.Func(); err == nil || !strings.Contains(err.Error(), "rows 24 … 39 of a 32-row stage") {
+		t.Fatalf("unstage of rows 24 … 39 of 32: error %v; want it named", err)
+	}
+}

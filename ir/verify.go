@@ -3,6 +3,7 @@ package ir
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 )
 
@@ -430,21 +431,21 @@ func checkLoad(_ *checker, v *Value) error {
 	return checkVec(v, v.Type.DType, v.Type.Regs)
 }
 
-// checkStage: a load of a 1- or 2-D tile whose masked-off elements are 0
+// checkStage: a load of a 2-D tile whose masked-off elements are +0
 // (what an asynchronous copy fills in), at the kernel's top level (its LDS
 // region is written once), used by unstage alone.
 func checkStage(c *checker, v *Value) error {
 	if err := checkLoad(c, v); err != nil {
 		return err
 	}
-	if r := v.Type.Rank(); r < 1 || r > 2 {
-		return fmt.Errorf("stage of a %d-D tile: want 1 or 2", r)
+	if r := v.Type.Rank(); r != 2 {
+		return fmt.Errorf("stage of a %d-D tile: want a 2-D one", r)
 	}
 	o := v.Other()
 	for o.Op == OpSplat || o.Op == OpBroadcast || o.Op == OpExpandDims {
 		o = o.Args[0]
 	}
-	if o.Op != OpConst || o.Const().Int != 0 || o.Const().Float != 0 {
+	if o.Op != OpConst || o.Const().Int != 0 || math.Float64bits(o.Const().Float) != 0 {
 		return fmt.Errorf("stage with other %s: masked-off elements are 0", v.Other())
 	}
 	if v.Block != c.entry {
@@ -463,6 +464,9 @@ func checkUnstage(_ *checker, v *Value) error {
 		return fmt.Errorf("unstage's first row %v: want an integer scalar", r0.Type)
 	}
 	rows := v.Index()
+	if r0.Op == OpConst && (r0.Const().Int < 0 || int(r0.Const().Int)+rows > st.Type.Shape[0]) {
+		return fmt.Errorf("unstage of rows %d … %d of a %d-row stage", r0.Const().Int, int(r0.Const().Int)+rows-1, st.Type.Shape[0])
+	}
 	if st.Type.Rank() != 2 || v.Type.Rank() != 2 || v.Type.DType != st.Type.DType ||
 		rows < 1 || rows > st.Type.Shape[0] || v.Type.Shape[0] != rows || v.Type.Shape[1] != st.Type.Shape[1] {
 		return fmt.Errorf("unstage of %d rows %v from %v", rows, v.Type, st.Type)

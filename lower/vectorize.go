@@ -28,8 +28,8 @@ func vectorize(f *ir.Func, cfg *Config) error {
 		a := info[p]
 		ax := a.contigAxis()
 		d := l.BaseDim(ax)
-		if l.Order[0] != d {
-			return
+		if l.Order[0] != d || v.Op == ir.OpStage && d != l.BaseDim(1) {
+			return // a stage's region is row-major: its vectors run along the rows
 		}
 		_, spt, _, _, _ := l.Geometry(p.Type.Shape)
 		elem := p.Type.DType.Elem().Bytes()

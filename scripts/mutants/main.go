@@ -312,6 +312,14 @@ var mutants = []mutant{
 	},
 	{
 		file:   "lower/expand.go",
+		old:    "\te.emit(ir.OpAsyncWait, ir.Type{}, nil)\n\te.emit(ir.OpBarrier, ir.Type{}, nil)\n",
+		new:    "\te.emit(ir.OpBarrier, ir.Type{}, nil)\n\te.emit(ir.OpAsyncWait, ir.Type{}, nil)\n",
+		pkgs:   []string{"./interp"},
+		tests:  "TestStage",
+		reason: "unstage's barrier comes before the copies' wait: other lanes' copies are not yet visible",
+	},
+	{
+		file:   "lower/expand.go",
 		old:    "e.stages[v] = e.base\n",
 		new:    "e.stages[v] = 0\n",
 		pkgs:   []string{"./backend"},
