@@ -940,16 +940,14 @@ func (b *block) ldsCopy(v *ir.Value) error {
 			}
 			x = readBits(mem)
 		}
-		if off < 0 || off+size > len(b.lds) {
-			return fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
-		}
-		if err := b.notPending(v, off, size); err != nil {
+		mem, err := b.ldsBytes(v, off, size)
+		if err != nil {
 			return err
 		}
 		// The bytes land now, but other lanes may see them only after
 		// this lane's wait and a barrier: the race tracker hears of the
 		// write at the wait.
-		writeBits(b.lds[off:off+size], x)
+		writeBits(mem, x)
 		for i := off; i < off+size; i++ {
 			b.pending[i] = true
 		}
@@ -975,6 +973,9 @@ func (b *block) asyncWait(v *ir.Value) error {
 }
 
 func (b *block) notPending(v *ir.Value, off, size int) error {
+	if len(b.copies) == 0 { // nothing in flight (pending is set only with copies)
+		return nil
+	}
 	for i := off; i < off+size; i++ {
 		if b.pending[i] {
 			return fmt.Errorf("%s: LDS byte %d is an lds_copy's that no async_wait has completed", where(v), i)
@@ -983,31 +984,39 @@ func (b *block) notPending(v *ir.Value, off, size int) error {
 	return nil
 }
 
-func (b *block) ldsWrite(v *ir.Value, lane, off, size int, x uint64) error {
+// ldsBytes are the size bytes of LDS at off, inside the kernel's LDS and
+// not an lds_copy's still in flight.
+func (b *block) ldsBytes(v *ir.Value, off, size int) ([]byte, error) {
 	if off < 0 || off+size > len(b.lds) {
-		return fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
+		return nil, fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
 	}
 	if err := b.notPending(v, off, size); err != nil {
+		return nil, err
+	}
+	return b.lds[off : off+size], nil
+}
+
+func (b *block) ldsWrite(v *ir.Value, lane, off, size int, x uint64) error {
+	mem, err := b.ldsBytes(v, off, size)
+	if err != nil {
 		return err
 	}
 	if err := b.race.write(lane, off, size); err != nil {
 		return fmt.Errorf("%s: %v", where(v), err)
 	}
-	writeBits(b.lds[off:off+size], x)
+	writeBits(mem, x)
 	return nil
 }
 
 func (b *block) ldsRead(v *ir.Value, lane, off, size int) (uint64, error) {
-	if off < 0 || off+size > len(b.lds) {
-		return 0, fmt.Errorf("%s: LDS access at byte %d outside the kernel's %d bytes", where(v), off, len(b.lds))
-	}
-	if err := b.notPending(v, off, size); err != nil {
+	mem, err := b.ldsBytes(v, off, size)
+	if err != nil {
 		return 0, err
 	}
 	if err := b.race.read(lane, off, size); err != nil {
 		return 0, fmt.Errorf("%s: %v", where(v), err)
 	}
-	return readBits(b.lds[off : off+size]), nil
+	return readBits(mem), nil
 }
 
 // ldsTracker finds LDS races: per byte, the lane that last wrote it and the

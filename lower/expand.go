@@ -502,7 +502,10 @@ func pitchOf(t ir.Type) int {
 // contiguous in the buffer, up to one word (the row pitch keeps rows
 // word-aligned, not more), and their registers' distance (1 unless the
 // lane's registers run along another axis first: a transposed tile).
-func ldsVec(t ir.Type) *ir.MemAttr {
+func ldsVec(t ir.Type) *ir.MemAttr { return ldsVecUpTo(t, 4) }
+
+// ldsVecUpTo is ldsVec with vectors of up to max bytes.
+func ldsVecUpTo(t ir.Type, limit int) *ir.MemAttr {
 	l := t.Layout
 	last := t.Rank() - 1
 	if last < 0 {
@@ -510,7 +513,7 @@ func ldsVec(t ir.Type) *ir.MemAttr {
 	}
 	d := l.BaseDim(last)
 	_, spt, _, _, stride := l.Geometry(t.Shape)
-	vec := max(1, min(spt[d], 4/t.DType.Bytes(), t.Shape[last]))
+	vec := max(1, min(spt[d], limit/t.DType.Bytes(), t.Shape[last]))
 	if vec == 1 {
 		return &ir.MemAttr{Vec: 1}
 	}
@@ -569,20 +572,11 @@ func (e *expander) unstage(v *ir.Value) *ir.Value {
 	return e.emit(ir.OpLDSLoad, ir.Lanes(t.DType, nregs(t)), stagedVec(t), addr)
 }
 
-// stagedVec is how a lane reads its elements of a staged region: as many
-// consecutive ones as it holds along the rows, up to 16 bytes and the
-// alignment the unpadded rows keep.
+// stagedVec is how a lane reads its elements of a staged region: as
+// ldsVec, up to 16 bytes and the alignment the unpadded rows keep.
 func stagedVec(t ir.Type) *ir.MemAttr {
-	l := t.Layout
-	d := l.BaseDim(1)
-	_, spt, _, _, stride := l.Geometry(t.Shape)
 	pitch := t.Shape[1] * t.DType.Bytes()
-	vb := min(spt[d]*t.DType.Bytes(), 16, pitch&-pitch)
-	vec := max(1, vb/t.DType.Bytes())
-	if vec == 1 {
-		return &ir.MemAttr{Vec: 1}
-	}
-	return &ir.MemAttr{Vec: vec, Stride: stride[d]}
+	return ldsVecUpTo(t, min(16, pitch&-pitch))
 }
 
 // ldsWrite writes x to LDS at addr where mask (nil: everywhere), then a
