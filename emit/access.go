@@ -473,7 +473,7 @@ func (e *emitter) ldsReduce(v *ir.Value) {
 		addr := e.val(v.Addr(), r, precAdd)
 		acc := e.dst(v, r)
 		return fmt.Sprintf("{ %s = %s; for (int w = 1; w < %d; ++w) %s = %s; }", acc, lds("const "+d, addr), a.Count, acc,
-			fold(a.Kind, v.Type.DType, acc, lds("const "+d, fmt.Sprintf("%s + w * %d", addr, a.Stride))))
+			e.fold(a.Kind, v.Type.DType, acc, lds("const "+d, fmt.Sprintf("%s + w * %d", addr, a.Stride)), v))
 	})
 }
 
@@ -510,7 +510,7 @@ func (e *emitter) reduceRegs(v *ir.Value) {
 	}
 	e.each(v.Type.Regs, func(j string) string {
 		acc := e.dst(v, j)
-		return fmt.Sprintf("{ %s = %s; for (int k = 1; k < %d; ++k) %s = %s; }", acc, src(j, "0"), a.N, acc, fold(a.Kind, d, acc, src(j, "k")))
+		return fmt.Sprintf("{ %s = %s; for (int k = 1; k < %d; ++k) %s = %s; }", acc, src(j, "0"), a.N, acc, e.fold(a.Kind, d, acc, src(j, "k"), x))
 	})
 }
 
@@ -524,7 +524,7 @@ func (e *emitter) butterfly(v *ir.Value) {
 	e.line("for (int off = %d; off <= %d; off <<= 1)", a.First, a.First<<(a.Steps-1))
 	e.ind += "  "
 	e.each(v.Type.Regs, func(r string) string {
-		return fmt.Sprintf("%s = %s;", e.dst(v, r), fold(a.Kind, v.Type.DType, e.dst(v, r), e.shfl(e.dst(v, r), "off")))
+		return fmt.Sprintf("%s = %s;", e.dst(v, r), e.fold(a.Kind, v.Type.DType, e.dst(v, r), e.shfl(e.dst(v, r), "off"), x))
 	})
 	e.ind = e.ind[2:]
 }

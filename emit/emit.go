@@ -125,6 +125,8 @@ type emitter struct {
 	asyncCopies bool // a stage copies with cp.async (ldsCopy): its waits are printed
 	// helpers are device functions the body needs (atomics), by name.
 	helpers map[string]string
+	// noNegZero holds the f32 values never −0 (see maxMin).
+	noNegZero map[*ir.Value]bool
 	// printed records each value the source shows, as a statement or
 	// inside an expression.
 	printed map[*ir.Value]bool
@@ -149,8 +151,9 @@ func Printed(f *ir.Func) ([]*ir.Value, error) {
 
 func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
 	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, used: map[string]bool{}, inline: map[*ir.Value]bool{},
-		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{}}
-	for _, r := range []string{"tid", "lds", "r", "rv", "w", "k", "h", "j", "off"} { // the loops' own names
+		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{},
+		noNegZero: f.NoNegZero()}
+	for _, r := range []string{"tid", "lds", "r", "rv", "w", "k", "h", "j", "off", "q2"} { // the loops' own names
 		e.taken[r], e.used[r] = 1, true
 	}
 	return e
@@ -344,6 +347,8 @@ func (e *emitter) plan() {
 			// Index arithmetic prints at each use even where the DSL named
 			// it: an array of it would live in registers across the kernel.
 			e.inline[v] = true
+		case e.pairedCast(v):
+			// Printed as a statement, two registers a conversion.
 		case inlinable(v) && v.Name == "" && e.uses[v] == 1:
 			u := user[v]
 			// A scalar inside index arithmetic printed at each use gets a name.
@@ -351,6 +356,15 @@ func (e *emitter) plan() {
 				!(v.Type.Regs <= 1 && u.Type.Regs > 1 && cheap(u, 3))
 		}
 	})
+}
+
+// pairedCast reports whether v is a cast of f32 registers to fp8 that the
+// target's cvt converts two at a time (cvt.rn.satfinite takes pairs): it
+// is printed so, never inline, where a register count is even.
+func (e *emitter) pairedCast(v *ir.Value) bool {
+	to := v.Type.DType
+	return e.t.HWCvt && v.Op == ir.OpCast && to.K == ir.KFP8 && !to.Fmt.FNUZ &&
+		v.Args[0].Type.DType.K == ir.KF32 && v.Type.Regs >= 2 && v.Type.Regs%2 == 0
 }
 
 // name is v's C identifier, made once from its name or its op.
@@ -575,7 +589,15 @@ func (e *emitter) value(v *ir.Value) error {
 		if !inlinable(v) {
 			panic("BUG: emit has no case for " + v.Op.Name())
 		}
-		if v.Type.Regs > 1 {
+		if e.pairedCast(v) {
+			e.decl(v, "")
+			e.line("#pragma unroll")
+			e.line("for (int r = 0; r < %d; r += 2) {", v.Type.Regs)
+			e.line("  const uint16_t q2 = fp8g_to_%s_x2(%s, %s);", v.Type.DType.Fmt.Name, e.top(v.Args[0], "r"), e.top(v.Args[0], "r + 1"))
+			e.line("  %s = (uint8_t)q2;", e.dst(v, "r"))
+			e.line("  %s = (uint8_t)(q2 >> 8);", e.dst(v, "r + 1"))
+			e.line("}")
+		} else if v.Type.Regs > 1 {
 			e.decl(v, "")
 			e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, e.expr(v, r)) })
 		} else {

@@ -125,7 +125,7 @@ func (e *emitter) exprP(v *ir.Value, r string) (string, int) {
 		return shift(v.Op, d, a(0, precShift), v.Args[1], a(1, precShift+1))
 	case ir.OpMax, ir.OpMin:
 		if d.K == ir.KF32 {
-			return call(map[ir.Op]string{ir.OpMax: "fp8g_maxf", ir.OpMin: "fp8g_minf"}[v.Op], a(0, 0), a(1, 0))
+			return call(e.maxMin(v.Op, v.Args[0], v.Args[1]), a(0, 0), a(1, 0))
 		}
 		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[v.Op], a(0, 0), a(1, 0))
 	case ir.OpAbs:
@@ -380,17 +380,27 @@ func (e *emitter) shfl(x, mask string) string {
 	return "__shfl_xor(" + x + ", " + mask + ")"
 }
 
-// fold is the C combining expression of a reduction.
-func fold(k ir.ReduceKind, d ir.DType, a, b string) string {
+// fold is the C combining expression of a reduction whose operands are
+// x's elements (or, for an LDS fold, what x itself reads).
+func (e *emitter) fold(k ir.ReduceKind, d ir.DType, a, b string, x *ir.Value) string {
 	switch {
 	case k == ir.RSum:
 		return a + " + " + b
-	case d.K == ir.KF32 && k == ir.RMax:
-		return "fp8g_maxf(" + a + ", " + b + ")"
 	case d.K == ir.KF32:
-		return "fp8g_minf(" + a + ", " + b + ")"
+		return e.maxMin(map[ir.ReduceKind]ir.Op{ir.RMax: ir.OpMax, ir.RMin: ir.OpMin}[k], x, x) + "(" + a + ", " + b + ")"
 	case k == ir.RMax:
 		return "max(" + a + ", " + b + ")"
 	}
 	return "min(" + a + ", " + b + ")"
+}
+
+// maxMin names the f32 max or min of operands x and y: the hardware's
+// where the target's keeps maxNum's NaN rule and neither operand is ever
+// −0 (ir.NoNegZero), so that equal operands have equal bits; else the
+// prelude's, which orders +0 above −0.
+func (e *emitter) maxMin(op ir.Op, x, y *ir.Value) string {
+	if e.t.HWCvt && e.noNegZero[x] && e.noNegZero[y] {
+		return map[ir.Op]string{ir.OpMax: "fmaxf", ir.OpMin: "fminf"}[op]
+	}
+	return map[ir.Op]string{ir.OpMax: "fp8g_maxf", ir.OpMin: "fp8g_minf"}[op]
 }

@@ -75,7 +75,8 @@ FP8G_FN int fp8g_f32_to_i32(float f) {
 	}
 	for _, f := range formats {
 		if hw && !f.FNUZ {
-			fns = append(fns, helperFn{"fp8g_to_" + f.Name, hwEncoder(f)})
+			fns = append(fns, helperFn{"fp8g_to_" + f.Name, hwEncoder(f)},
+				helperFn{"fp8g_to_" + f.Name + "_x2", hwEncoder2(f)})
 		} else {
 			fns = append(fns, helperFn{"fp8g_to_" + f.Name, encoder(f)})
 		}
@@ -215,11 +216,14 @@ FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
 		map[bool]string{true: "0", false: "(uint8_t)sign"}[f.FNUZ], floatLit(f.Max))
 }
 
+// cvtPairs names the pair type of cvt.rn.satfinite for each format.
+var cvtPairs = map[string]string{"e4m3fn": "e4m3x2", "e5m2": "e5m2x2"}
+
 // hwEncoder is the saturating cast by cvt.rn.satfinite: round to nearest
 // even, ±Inf and overflow to ±max. Its NaN keeps the input's sign, so NaN
 // is mapped to the canonical code here.
 func hwEncoder(f *fp8.Format) string {
-	ptx := map[string]string{"e4m3fn": "e4m3x2", "e5m2": "e5m2x2"}[f.Name]
+	ptx := cvtPairs[f.Name]
 	return fmt.Sprintf(`// f32 → %[1]s by the hardware: round to nearest even, saturate to ±%[2]g, NaN → 0x%02[3]x.
 FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
   unsigned short r;
@@ -227,6 +231,27 @@ FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
   return x != x ? 0x%02[3]x : (uint8_t)r;
 }
 `, f.Name, f.Max, nanCode(f), ptx)
+}
+
+// hwEncoder2 is hwEncoder of two values by one cvt (which takes pairs):
+// lo in the low byte, hi in the high one. A NaN converts to 0x7f or 0xff
+// (its sign kept); in e4m3fn no other result has its low seven bits set,
+// so the bytes' carries out of them find the signs to clear, where e5m2's
+// three NaN codes take a test of the input each.
+func hwEncoder2(f *fp8.Format) string {
+	fix := fmt.Sprintf(`  if (lo != lo) r = (r & 0xff00u) | 0x%02[1]xu;
+  if (hi != hi) r = (r & 0x00ffu) | 0x%02[1]x00u;
+  return r;
+`, nanCode(f))
+	if f.ManBits == 3 && nanCode(f) == 0x7f {
+		fix = "  return r & ~(((r & 0x7f7fu) + 0x0101u) & 0x8080u);\n"
+	}
+	return fmt.Sprintf(`// Two f32 → %[1]s by one cvt: lo to the low byte, hi to the high one.
+FP8G_FN uint16_t fp8g_to_%[1]s_x2(float lo, float hi) {
+  unsigned short r;
+  asm("cvt.rn.satfinite.%[2]s.f32 %%0, %%1, %%2;" : "=h"(r) : "f"(hi), "f"(lo));
+%[3]s}
+`, f.Name, cvtPairs[f.Name], fix)
 }
 
 func decoder(f *fp8.Format) string {

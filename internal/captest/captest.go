@@ -530,6 +530,78 @@ var Cases = []Case{
 		},
 	},
 	{
+		// Maxima and minima of signed zeros: per column of a [64, 32] f32
+		// tile, the max of |x| (never −0: the hardware's max where the
+		// target's keeps maxNum, ir.NoNegZero), and the max and min of x
+		// itself (+0 above −0, so the prelude's), the waves' partials of
+		// all three meeting in LDS. Columns of only −0, of both zeros, of
+		// negatives and −0, of NaNs and zeros.
+		Name: "maxima of signed zeros", Warps: 4,
+		Build: func(b *ir.Builder) {
+			x, y := b.Param("x", ir.F32), b.Param("y", ir.F32)
+			rows, cols := b.Arange(64), b.Arange(32)
+			v := b.Load(b.PtrAdd(x, b.Add(b.Mul(b.Col(rows), 32), b.Row(cols))), nil, 0.0)
+			for i, r := range []*ir.Value{b.Reduce(b.Abs(v), 0, ir.RMax), b.Reduce(v, 0, ir.RMax), b.Reduce(v, 0, ir.RMin)} {
+				b.Store(b.PtrAdd(y, b.Add(cols, 32*i)), r, nil)
+			}
+		},
+		Inputs: func(r *rand.Rand) ([3]int, []any) {
+			negZero, nan := float32(math.Copysign(0, -1)), float32(math.NaN())
+			x := make([]float32, 64*32)
+			for i := range x {
+				row, col := i/32, i%32
+				switch col % 4 {
+				case 0:
+					x[i] = negZero
+				case 1:
+					x[i] = []float32{0, negZero}[r.IntN(2)]
+				case 2:
+					x[i] = []float32{negZero, -float32(r.ExpFloat64())}[r.IntN(2)]
+				default:
+					x[i] = []float32{0, negZero, nan, -nan}[r.IntN(4)]
+				}
+				if col >= 16 && row == 63-col%16 { // a lone +0 or −0 in one row
+					x[i] = []float32{0, negZero}[col%2]
+				}
+			}
+			return [3]int{1, 1, 1}, []any{F32s(x), make([]byte, 4*3*32)}
+		},
+		Want: func(t testing.TB, args []any) {
+			x, y := args[0].([]byte), args[1].([]byte)
+			// maxNum and minNum as IEEE 754-2008 define them, with +0 > −0.
+			pick := func(a, b float32, max bool) float32 {
+				switch {
+				case a != a:
+					return b
+				case b != b:
+					return a
+				case a == b:
+					if math.Signbit(float64(a)) == max {
+						return b
+					}
+					return a
+				case (a > b) == max:
+					return a
+				}
+				return b
+			}
+			for c := 0; c < 32; c++ {
+				want := [3]float32{float32(math.NaN()), float32(math.NaN()), float32(math.NaN())}
+				for r := 0; r < 64; r++ {
+					v := GetF32(x, r*32+c)
+					want[0] = pick(want[0], float32(math.Abs(float64(v))), true)
+					want[1] = pick(want[1], v, true)
+					want[2] = pick(want[2], v, false)
+				}
+				for i, w := range want {
+					if got := GetF32(y, i*32+c); math.Float32bits(got) != math.Float32bits(w) && !(got != got && w != w) {
+						t.Errorf("column %d, %s: %v (%#08x), want %v (%#08x)", c, []string{"max |x|", "max", "min"}[i], got, math.Float32bits(got), w, math.Float32bits(w))
+					}
+				}
+			}
+		},
+	},
+	{
 		// Programs waiting on each other: each adds its id + 1 to a sum,
 		// signals a counter and waits until every program has; then each
 		// reads the sum, which must be whole. The grid asks for more

@@ -2,9 +2,6 @@
 
 #define FP8G_FN static __device__ __forceinline__
 
-FP8G_FN float fp8g_maxf(float a, float b) {
-  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : fmaxf(a, b);
-}
 FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
 FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 // Store s bytes (1, 2, 4 or 8) of lo at p, which is s-aligned; then drop
@@ -46,11 +43,11 @@ FP8G_FN void fp8g_st_any(uint8_t* p, uint16_t v) {
   if (((unsigned long long)p & 1u) == 0) *(uint16_t*)p = v;
   else fp8g_st_pieces(p, v, 0, 2);
 }
-// f32 → e4m3fn by the hardware: round to nearest even, saturate to ±448, NaN → 0x7f.
-FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
+// Two f32 → e4m3fn by one cvt: lo to the low byte, hi to the high one.
+FP8G_FN uint16_t fp8g_to_e4m3fn_x2(float lo, float hi) {
   unsigned short r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
-  return x != x ? 0x7f : (uint8_t)r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r & ~(((r & 0x7f7fu) + 0x0101u) & 0x8080u);
 }
 
 // fp8gen rowwise_cast (op rowwise_cast) for sm_90, e4m3fn, schedule BLOCK_K=4096,LOOP=1,PER_CU=0,PREFETCH=0,ROWS=1,WARPS=8
@@ -82,26 +79,26 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_8576bf9c(const ui
     // cast_kernels.go:78
     float t2[16];
     #pragma unroll
-    for (int r = 0; r < 16; ++r) t2[r] = fp8g_maxf(amax_part[r], fp8g_absf(xf[r]));
+    for (int r = 0; r < 16; ++r) t2[r] = fmaxf(amax_part[r], fp8g_absf(xf[r]));
     // cast_kernels.go:76
     #pragma unroll
     for (int r = 0; r < 16; ++r) amax_part[r] = t2[r];
   }
   // cast_kernels.go:80
   float t3;
-  { t3 = amax_part[0]; for (int k = 1; k < 16; ++k) t3 = fp8g_maxf(t3, amax_part[k]); }
+  { t3 = amax_part[0]; for (int k = 1; k < 16; ++k) t3 = fmaxf(t3, amax_part[k]); }
   float t4;
   t4 = t3;
   #pragma unroll
   for (int off = 1; off <= 16; off <<= 1)
-    t4 = fp8g_maxf(t4, __shfl_xor_sync(0xffffffffu, t4, off));
+    t4 = fmaxf(t4, __shfl_xor_sync(0xffffffffu, t4, off));
   if (tid % 32 == 0) *(float*)(lds + tid / 32 * 4) = t4;
   __syncthreads();
   float amax;
-  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
+  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fmaxf(amax, *(const float*)(lds + w * 4)); }
   __syncthreads();
   // cast_kernels.go:11
-  const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
+  const float scale = 448.0f / fmaxf(amax, 1e-12f);
   // cast_kernels.go:81
   for (int i1 = 0; i1 < K; i1 += 4096) {
     // cast_kernels.go:44
@@ -118,19 +115,26 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_8576bf9c(const ui
     #pragma unroll
     for (int r = 0; r < 16; ++r) xf1[r] = fp8g_bf16_to_f32(x2[r]);
     // cast_kernels.go:84
+    uint8_t t6[16];
+    #pragma unroll
+    for (int r = 0; r < 16; r += 2) {
+      const uint16_t q2 = fp8g_to_e4m3fn_x2(xf1[r] * scale, xf1[r + 1] * scale);
+      t6[r] = (uint8_t)q2;
+      t6[r + 1] = (uint8_t)(q2 >> 8);
+    }
     #pragma unroll
     for (int r = 0; r < 16; r += 8) {
       if (mask1[r] && mask1[r + 7]) {
-        fp8g_st_any((uint8_t*)(q + (t5 + (i1 + (r % 8 + r / 8 * 2048 + t0)))), make_uint2((uint32_t)fp8g_to_e4m3fn(xf1[r] * scale) | ((uint32_t)fp8g_to_e4m3fn(xf1[r + 1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fn(xf1[r + 2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fn(xf1[r + 3] * scale) << 24), (uint32_t)fp8g_to_e4m3fn(xf1[r + 4] * scale) | ((uint32_t)fp8g_to_e4m3fn(xf1[r + 5] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fn(xf1[r + 6] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fn(xf1[r + 7] * scale) << 24)));
+        fp8g_st_any((uint8_t*)(q + (t5 + (i1 + (r % 8 + r / 8 * 2048 + t0)))), make_uint2((uint32_t)t6[r] | ((uint32_t)t6[r + 1] << 8) | ((uint32_t)t6[r + 2] << 16) | ((uint32_t)t6[r + 3] << 24), (uint32_t)t6[r + 4] | ((uint32_t)t6[r + 5] << 8) | ((uint32_t)t6[r + 6] << 16) | ((uint32_t)t6[r + 7] << 24)));
       } else {
-        if (mask1[r]) *(q + (t5 + (i1 + (r % 8 + r / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r] * scale);
-        if (mask1[r + 1]) *(q + (t5 + (i1 + ((r + 1) % 8 + (r + 1) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 1] * scale);
-        if (mask1[r + 2]) *(q + (t5 + (i1 + ((r + 2) % 8 + (r + 2) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 2] * scale);
-        if (mask1[r + 3]) *(q + (t5 + (i1 + ((r + 3) % 8 + (r + 3) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 3] * scale);
-        if (mask1[r + 4]) *(q + (t5 + (i1 + ((r + 4) % 8 + (r + 4) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 4] * scale);
-        if (mask1[r + 5]) *(q + (t5 + (i1 + ((r + 5) % 8 + (r + 5) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 5] * scale);
-        if (mask1[r + 6]) *(q + (t5 + (i1 + ((r + 6) % 8 + (r + 6) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 6] * scale);
-        if (mask1[r + 7]) *(q + (t5 + (i1 + ((r + 7) % 8 + (r + 7) / 8 * 2048 + t0)))) = fp8g_to_e4m3fn(xf1[r + 7] * scale);
+        if (mask1[r]) *(q + (t5 + (i1 + (r % 8 + r / 8 * 2048 + t0)))) = t6[r];
+        if (mask1[r + 1]) *(q + (t5 + (i1 + ((r + 1) % 8 + (r + 1) / 8 * 2048 + t0)))) = t6[r + 1];
+        if (mask1[r + 2]) *(q + (t5 + (i1 + ((r + 2) % 8 + (r + 2) / 8 * 2048 + t0)))) = t6[r + 2];
+        if (mask1[r + 3]) *(q + (t5 + (i1 + ((r + 3) % 8 + (r + 3) / 8 * 2048 + t0)))) = t6[r + 3];
+        if (mask1[r + 4]) *(q + (t5 + (i1 + ((r + 4) % 8 + (r + 4) / 8 * 2048 + t0)))) = t6[r + 4];
+        if (mask1[r + 5]) *(q + (t5 + (i1 + ((r + 5) % 8 + (r + 5) / 8 * 2048 + t0)))) = t6[r + 5];
+        if (mask1[r + 6]) *(q + (t5 + (i1 + ((r + 6) % 8 + (r + 6) / 8 * 2048 + t0)))) = t6[r + 6];
+        if (mask1[r + 7]) *(q + (t5 + (i1 + ((r + 7) % 8 + (r + 7) / 8 * 2048 + t0)))) = t6[r + 7];
       }
     }
   // cast_kernels.go:81

@@ -2,15 +2,12 @@
 
 #define FP8G_FN static __device__ __forceinline__
 
-FP8G_FN float fp8g_maxf(float a, float b) {
-  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : fmaxf(a, b);
-}
 FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
-// f32 → e4m3fn by the hardware: round to nearest even, saturate to ±448, NaN → 0x7f.
-FP8G_FN uint8_t fp8g_to_e4m3fn(float x) {
+// Two f32 → e4m3fn by one cvt: lo to the low byte, hi to the high one.
+FP8G_FN uint16_t fp8g_to_e4m3fn_x2(float lo, float hi) {
   unsigned short r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
-  return x != x ? 0x7f : (uint8_t)r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r & ~(((r & 0x7f7fu) + 0x0101u) & 0x8080u);
 }
 
 // fp8gen rowwise_cast (op rowwise_cast) for sm_90, e4m3fn, schedule BLOCK_K=4096,LOOP=0,PER_CU=64,PREFETCH=1,ROWS=1,WARPS=2
@@ -93,23 +90,30 @@ extern "C" __global__ void __launch_bounds__(64) rowwise_cast_0c1d2e5f(const flo
     for (int r = 0; r < 64; ++r) mask2[r] = row_ok2 && m2[r];
     // cast_kernels.go:51
     float t9;
-    { t9 = fp8g_absf(xf[0]); for (int k = 1; k < 64; ++k) t9 = fp8g_maxf(t9, fp8g_absf(xf[k])); }
+    { t9 = fp8g_absf(xf[0]); for (int k = 1; k < 64; ++k) t9 = fmaxf(t9, fp8g_absf(xf[k])); }
     float t10;
     t10 = t9;
     #pragma unroll
     for (int off = 1; off <= 16; off <<= 1)
-      t10 = fp8g_maxf(t10, __shfl_xor_sync(0xffffffffu, t10, off));
+      t10 = fmaxf(t10, __shfl_xor_sync(0xffffffffu, t10, off));
     if (m0) *(float*)(lds + t1) = t10;
     __syncthreads();
     float amax;
-    { amax = *(const float*)lds; for (int w = 1; w < 2; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
+    { amax = *(const float*)lds; for (int w = 1; w < 2; ++w) amax = fmaxf(amax, *(const float*)(lds + w * 4)); }
     __syncthreads();
     // cast_kernels.go:11
-    const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
+    const float scale = 448.0f / fmaxf(amax, 1e-12f);
     // cast_kernels.go:52
+    uint8_t t11[64];
+    #pragma unroll
+    for (int r = 0; r < 64; r += 2) {
+      const uint16_t q2 = fp8g_to_e4m3fn_x2(xf[r] * scale, xf[r + 1] * scale);
+      t11[r] = (uint8_t)q2;
+      t11[r + 1] = (uint8_t)(q2 >> 8);
+    }
     #pragma unroll
     for (int r = 0; r < 64; r += 4) {
-      if (mask2[r]) *(uint32_t*)(q + (t8 + (r % 4 + r / 4 * 256 + t0))) = (uint32_t)fp8g_to_e4m3fn(xf[r] * scale) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 1] * scale) << 8) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 2] * scale) << 16) | ((uint32_t)fp8g_to_e4m3fn(xf[r + 3] * scale) << 24);
+      if (mask2[r]) *(uint32_t*)(q + (t8 + (r % 4 + r / 4 * 256 + t0))) = (uint32_t)t11[r] | ((uint32_t)t11[r + 1] << 8) | ((uint32_t)t11[r + 2] << 16) | ((uint32_t)t11[r + 3] << 24);
     }
     // cast_kernels.go:53
     if (row_ok2 && m1) *(inv_scale + t5) = 1.0f / scale;
