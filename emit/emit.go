@@ -127,6 +127,8 @@ type emitter struct {
 	helpers map[string]string
 	// noNegZero holds the f32 values never −0 (see maxMin).
 	noNegZero map[*ir.Value]bool
+	// user is a value's last user (its only one where uses says 1).
+	user map[*ir.Value]*ir.Value
 	// printed records each value the source shows, as a statement or
 	// inside an expression.
 	printed map[*ir.Value]bool
@@ -341,6 +343,7 @@ func (e *emitter) plan() {
 			user[a] = v
 		}
 	})
+	e.user = user
 	e.f.Walk(func(v *ir.Value) {
 		switch {
 		case atom(v), v.Type.Regs > 1 && cheap(v, 3), v.Op == ir.OpSplat && e.uses[v] == 1:
@@ -365,6 +368,20 @@ func (e *emitter) pairedCast(v *ir.Value) bool {
 	to := v.Type.DType
 	return e.t.HWCvt && v.Op == ir.OpCast && to.K == ir.KFP8 && !to.Fmt.FNUZ &&
 		v.Args[0].Type.DType.K == ir.KF32 && v.Type.Regs >= 2 && v.Type.Regs%2 == 0
+}
+
+// pairStride is the distance of the registers a paired cast converts
+// together: that at which its one user, a vector store, packs registers,
+// so that each pair lands in one vector as a half of it; else 1.
+func (e *emitter) pairStride(v *ir.Value) int {
+	u := e.user[v]
+	if e.uses[v] != 1 || u == nil || (u.Op != ir.OpStore && u.Op != ir.OpLDSStore) || u.Data() != v || u.Mem().Vec < 2 {
+		return 1
+	}
+	if s := u.Mem().RegStride(); v.Type.Regs%(2*s) == 0 {
+		return s
+	}
+	return 1
 }
 
 // name is v's C identifier, made once from its name or its op.
@@ -591,12 +608,12 @@ func (e *emitter) value(v *ir.Value) error {
 		}
 		if e.pairedCast(v) {
 			e.decl(v, "")
-			e.line("#pragma unroll")
-			e.line("for (int r = 0; r < %d; r += 2) {", v.Type.Regs)
-			e.line("  const uint16_t q2 = fp8g_to_%s_x2(%s, %s);", v.Type.DType.Fmt.Name, e.top(v.Args[0], "r"), e.top(v.Args[0], "r + 1"))
-			e.line("  %s = (uint8_t)q2;", e.dst(v, "r"))
-			e.line("  %s = (uint8_t)(q2 >> 8);", e.dst(v, "r + 1"))
-			e.line("}")
+			s := e.pairStride(v)
+			e.stridedVectors(v.Type.Regs, 2, s, func(r string) {
+				e.line("const uint16_t q2 = fp8g_to_%s_x2(%s, %s);", v.Type.DType.Fmt.Name, e.top(v.Args[0], r), e.top(v.Args[0], reg(r, s)))
+				e.line("%s = (uint8_t)q2;", e.dst(v, r))
+				e.line("%s = (uint8_t)(q2 >> 8);", e.dst(v, reg(r, s)))
+			})
 		} else if v.Type.Regs > 1 {
 			e.decl(v, "")
 			e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, e.expr(v, r)) })
