@@ -233,6 +233,11 @@ FP8G_FN uint8_t fp8g_to_%[1]s(float x) {
 `, f.Name, f.Max, nanCode(f), ptx)
 }
 
+// e4m3PairNaN is a pair of e4m3fn codes r with each NaN (0x7f, 0xff)
+// made 0x7f: a byte whose low seven bits are all set carries into its
+// sign bit when 1 is added to them, and that bit is cleared.
+const e4m3PairNaN = "r & ~(((r & 0x7f7fu) + 0x0101u) & 0x8080u)"
+
 // hwEncoder2 is hwEncoder of two values by one cvt (which takes pairs):
 // lo in the low byte, hi in the high one. A NaN converts to 0x7f or 0xff
 // (its sign kept); in e4m3fn no other result has its low seven bits set,
@@ -244,7 +249,7 @@ func hwEncoder2(f *fp8.Format) string {
   return r;
 `, nanCode(f))
 	if f.ManBits == 3 && nanCode(f) == 0x7f {
-		fix = "  return r & ~(((r & 0x7f7fu) + 0x0101u) & 0x8080u);\n"
+		fix = "  return " + e4m3PairNaN + ";\n"
 	}
 	return fmt.Sprintf(`// Two f32 → %[1]s by one cvt: lo to the low byte, hi to the high one.
 FP8G_FN uint16_t fp8g_to_%[1]s_x2(float lo, float hi) {
