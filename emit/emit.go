@@ -125,8 +125,9 @@ type emitter struct {
 	asyncCopies bool // a stage copies with cp.async (ldsCopy): its waits are printed
 	// helpers are device functions the body needs (atomics), by name.
 	helpers map[string]string
-	// noNegZero holds the f32 values never −0 (see maxMin).
-	noNegZero map[*ir.Value]bool
+	// noNegZero and noNaN hold the f32 values never −0 and never NaN
+	// (see maxMin).
+	noNegZero, noNaN map[*ir.Value]bool
 	// user is a value's last user (its only one where uses says 1).
 	user map[*ir.Value]*ir.Value
 	// printed records each value the source shows, as a statement or
@@ -154,7 +155,7 @@ func Printed(f *ir.Func) ([]*ir.Value, error) {
 func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
 	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, used: map[string]bool{}, inline: map[*ir.Value]bool{},
 		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{},
-		noNegZero: f.NoNegZero()}
+		noNegZero: f.NoNegZero(), noNaN: f.NoNaN()}
 	for _, r := range []string{"tid", "lds", "r", "rv", "w", "k", "h", "j", "off", "q2"} { // the loops' own names
 		e.taken[r], e.used[r] = 1, true
 	}

@@ -125,7 +125,11 @@ func (e *emitter) exprP(v *ir.Value, r string) (string, int) {
 		return shift(v.Op, d, a(0, precShift), v.Args[1], a(1, precShift+1))
 	case ir.OpMax, ir.OpMin:
 		if d.K == ir.KF32 {
-			return call(e.maxMin(v.Op, v.Args[0], v.Args[1]), a(0, 0), a(1, 0))
+			fn, swap := e.maxMin(v.Op, v.Args[0], v.Args[1])
+			if swap {
+				return call(fn, a(1, 0), a(0, 0))
+			}
+			return call(fn, a(0, 0), a(1, 0))
 		}
 		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[v.Op], a(0, 0), a(1, 0))
 	case ir.OpAbs:
@@ -387,20 +391,29 @@ func (e *emitter) fold(k ir.ReduceKind, d ir.DType, a, b string, x *ir.Value) st
 	case k == ir.RSum:
 		return a + " + " + b
 	case d.K == ir.KF32:
-		return e.maxMin(map[ir.ReduceKind]ir.Op{ir.RMax: ir.OpMax, ir.RMin: ir.OpMin}[k], x, x) + "(" + a + ", " + b + ")"
+		fn, _ := e.maxMin(map[ir.ReduceKind]ir.Op{ir.RMax: ir.OpMax, ir.RMin: ir.OpMin}[k], x, x)
+		return fn + "(" + a + ", " + b + ")"
 	case k == ir.RMax:
 		return "max(" + a + ", " + b + ")"
 	}
 	return "min(" + a + ", " + b + ")"
 }
 
-// maxMin names the f32 max or min of operands x and y: the hardware's
-// where the target's keeps maxNum's NaN rule and neither operand is ever
-// −0 (ir.NoNegZero), so that equal operands have equal bits; else the
-// prelude's, which orders +0 above −0.
-func (e *emitter) maxMin(op ir.Op, x, y *ir.Value) string {
-	if e.t.HWCvt && e.noNegZero[x] && e.noNegZero[y] {
-		return map[ir.Op]string{ir.OpMax: "fmaxf", ir.OpMin: "fminf"}[op]
+// maxMin names the f32 max or min of operands x and y, and whether to
+// pass them swapped. Where neither is ever −0 (ir.NoNegZero) equal
+// operands have equal bits: the hardware's max or min where the target's
+// keeps maxNum's NaN rule; else a compare and a select, first operand one
+// that is never NaN (ir.NoNaN), or the prelude's NaN tests and a compare.
+// Otherwise the prelude's, which orders +0 above −0.
+func (e *emitter) maxMin(op ir.Op, x, y *ir.Value) (string, bool) {
+	name := func(max, min string) string { return map[ir.Op]string{ir.OpMax: max, ir.OpMin: min}[op] }
+	switch {
+	case !e.noNegZero[x] || !e.noNegZero[y]:
+		return name("fp8g_maxf", "fp8g_minf"), false
+	case e.t.HWCvt:
+		return name("fmaxf", "fminf"), false
+	case e.noNaN[x] || e.noNaN[y]:
+		return name("fp8g_maxf_nn", "fp8g_minf_nn"), !e.noNaN[x]
 	}
-	return map[ir.Op]string{ir.OpMax: "fp8g_maxf", ir.OpMin: "fp8g_minf"}[op]
+	return name("fp8g_maxf_nz", "fp8g_minf_nz"), false
 }

@@ -31,3 +31,15 @@ func TestHardwareMax(t *testing.T) {
 		}
 	}
 }
+
+// AMD's max for an operand that is never NaN takes that operand first:
+// the loop's accumulator, not |x| of a loaded value (which may be NaN),
+// though the kernel writes |x| first.
+func TestNeverNaNFirst(t *testing.T) {
+	for _, e := range emittedOn(t, "an amax carried by a loop", "amax", "gfx942") {
+		_, body, _ := strings.Cut(e.src, "__global__")
+		if !strings.Contains(body, "fp8g_maxf_nn(") || strings.Contains(body, "fp8g_maxf_nn(fp8g_absf(") {
+			t.Errorf("%s: want fp8g_maxf_nn with the accumulator first:\n%s", e.tg.Name, e.src)
+		}
+	}
+}

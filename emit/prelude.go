@@ -51,6 +51,10 @@ func helperFns(t *target.Target, formats []*fp8.Format, hw bool) []helperFn {
 	fns := []helperFn{
 		{"fp8g_maxf", max},
 		{"fp8g_minf", min},
+		{"fp8g_maxf_nz", maxMinNZ(">")},
+		{"fp8g_minf_nz", maxMinNZ("<")},
+		{"fp8g_maxf_nn", "// maxNum of a, never NaN, and b, neither ever −0.\nFP8G_FN float fp8g_maxf_nn(float a, float b) { return b > a ? b : a; }\n"},
+		{"fp8g_minf_nn", "// minNum of a, never NaN, and b, neither ever −0.\nFP8G_FN float fp8g_minf_nn(float a, float b) { return b < a ? b : a; }\n"},
 		{"fp8g_absf", "FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }\n"},
 		{"fp8g_negf", "FP8G_FN float fp8g_negf(float x) { return __uint_as_float(__float_as_uint(x) ^ 0x80000000u); }\n"},
 		{"fp8g_bf16_to_f32", "FP8G_FN float fp8g_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }\n"},
@@ -325,6 +329,21 @@ func maxMin(hw bool) (max, min string) {
   return a == b ? __uint_as_float(__float_as_uint(a) | __float_as_uint(b)) : (a < b ? a : b);
 }
 `
+}
+
+// maxMinNZ writes fp8g_maxf_nz (cmp ">") or fp8g_minf_nz ("<"): maxNum
+// or minNum of operands that are never −0 (ir.NoNegZero), where equal
+// operands have equal bits and no sign needs combining. NaN is tested as
+// in the portable fp8g_maxf (AMD's max quiets a signaling NaN); NVIDIA
+// prints max.f32 instead.
+func maxMinNZ(cmp string) string {
+	name := map[string]string{">": "fp8g_maxf_nz", "<": "fp8g_minf_nz"}[cmp]
+	return fmt.Sprintf(`FP8G_FN float %s(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a %s b ? a : b;
+}
+`, name, cmp)
 }
 
 // stAny is the store of an Unaligned vector (ir.MemAttr): the n bytes of a

@@ -8,7 +8,7 @@ import "math"
 // of a max or min are in it, IEEE maxNum needs no care for signed zeros
 // (equal operands have equal bits), so the emitter may print the
 // hardware's max. NaNs are not excluded: maxNum's NaN rule is another
-// matter.
+// matter (NoNaN).
 //
 // Loop-carried values are in the set when their initial and yielded
 // values are (the largest fixed point: every f32 value starts in the set
@@ -16,6 +16,43 @@ import "math"
 // every f32 written to LDS is and no copy from global memory writes LDS:
 // a kernel reads an LDS tile in the type it stored it in.
 func (f *Func) NoNegZero() map[*Value]bool {
+	return f.floatFact(func(v *Value, arg func(int) bool) bool {
+		switch v.Op {
+		case OpConst:
+			return !math.Signbit(float64(float32(v.Const().Float)))
+		case OpAbs:
+			return true
+		case OpMax, OpMin: // maxNum returns an operand
+			return arg(0) && arg(1)
+		}
+		return false
+	})
+}
+
+// NoNaN is the set of f32 values of f that are never NaN, by the rules of
+// NoNegZero but for these: constants other than NaN, absolute values of
+// such values, and a max or min of which either operand is one (maxNum
+// returns the other operand only where that one is NaN). An amax carried
+// from +0 is never NaN, whatever it folds in.
+func (f *Func) NoNaN() map[*Value]bool {
+	return f.floatFact(func(v *Value, arg func(int) bool) bool {
+		switch v.Op {
+		case OpConst:
+			return !math.IsNaN(float64(float32(v.Const().Float)))
+		case OpAbs:
+			return arg(0)
+		case OpMax, OpMin:
+			return arg(0) || arg(1)
+		}
+		return false
+	})
+}
+
+// floatFact is the largest set of f's f32 values closed under the rules
+// NoNegZero describes for moves, selects, max/min folds, loop-carried
+// values and LDS reads, with leaf deciding the other ops from their
+// operands' membership.
+func (f *Func) floatFact(leaf func(v *Value, arg func(int) bool) bool) map[*Value]bool {
 	in := map[*Value]bool{}
 	var vals []*Value
 	f.Walk(func(v *Value) {
@@ -26,9 +63,9 @@ func (f *Func) NoNegZero() map[*Value]bool {
 	})
 	for changed := true; changed; {
 		changed = false
-		lds := ldsNoNegZero(f, in)
+		lds := ldsHolds(f, in)
 		for _, v := range vals {
-			if in[v] && !noNegZero(v, in, lds) {
+			if in[v] && !holds(v, in, lds, leaf) {
 				in[v] = false
 				changed = true
 			}
@@ -42,9 +79,9 @@ func (f *Func) NoNegZero() map[*Value]bool {
 	return in
 }
 
-// ldsNoNegZero reports whether every f32 that f writes to LDS is in the
-// set in, and nothing else fills LDS from memory.
-func ldsNoNegZero(f *Func, in map[*Value]bool) bool {
+// ldsHolds reports whether every f32 that f writes to LDS is in the set
+// in, and nothing else fills LDS from memory.
+func ldsHolds(f *Func, in map[*Value]bool) bool {
 	ok := true
 	f.Walk(func(v *Value) {
 		switch v.Op {
@@ -59,17 +96,11 @@ func ldsNoNegZero(f *Func, in map[*Value]bool) bool {
 	return ok
 }
 
-// noNegZero applies the rules of NoNegZero to v, its operands judged by in.
-func noNegZero(v *Value, in map[*Value]bool, lds bool) bool {
+// holds applies floatFact's rules to v, its operands judged by in.
+func holds(v *Value, in map[*Value]bool, lds bool, leaf func(*Value, func(int) bool) bool) bool {
 	arg := func(i int) bool { return in[v.Args[i]] }
 	minMax := func(k ReduceKind) bool { return k == RMax || k == RMin }
 	switch v.Op {
-	case OpConst:
-		return !math.Signbit(float64(float32(v.Const().Float)))
-	case OpAbs:
-		return true
-	case OpMax, OpMin:
-		return arg(0) && arg(1)
 	case OpWhere:
 		return arg(1) && arg(2)
 	case OpSplat, OpAssume, OpExpandDims, OpBroadcast, OpTrans, OpRotate, OpConvert, OpGatherRegs, OpShflXor:
@@ -95,5 +126,5 @@ func noNegZero(v *Value, in map[*Value]bool, lds bool) bool {
 		_, carried := v.Args[0].ForVars()
 		return in[carried[v.Index()]]
 	}
-	return false
+	return leaf(v, arg)
 }

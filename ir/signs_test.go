@@ -75,3 +75,53 @@ func TestNoNegZero(t *testing.T) {
 		}
 	}
 }
+
+// An amax carried from +0 is never NaN, whatever it folds in; a max of
+// absolute values of loads, or a loop from a NaN, may be.
+func TestNoNaN(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	loop := func(init float64) func(b *ir.Builder) *ir.Value {
+		return func(b *ir.Builder) *ir.Value {
+			x, n := b.Param("x", ir.F32), b.Size("N")
+			out := b.For(0, n, 64, []*ir.Value{b.Full(ir.F32, init, 64)}, func(i *ir.Value, c []*ir.Value) []*ir.Value {
+				return []*ir.Value{b.Max(b.Abs(b.Load(b.PtrAdd(x, b.Add(i, b.Arange(64))), nil, 0.0)), c[0])}
+			})
+			return b.Reduce(out[0], 0, ir.RMax)
+		}
+	}
+	loaded := func(b *ir.Builder) *ir.Value {
+		x := b.Param("x", ir.F32)
+		return b.Abs(b.Load(b.PtrAdd(x, b.Arange(64)), nil, 0.0))
+	}
+	twoLoaded := func(b *ir.Builder) *ir.Value {
+		x := b.Param("x", ir.F32)
+		abs := func(off int) *ir.Value { return b.Abs(b.Load(b.PtrAdd(x, b.Add(b.Arange(64), off)), nil, 0.0)) }
+		return b.Max(abs(0), abs(64))
+	}
+	for _, c := range []struct {
+		name  string
+		build func(*ir.Builder) *ir.Value
+		want  bool
+	}{
+		{"amax from +0", loop(0), true},
+		{"amax from NaN", loop(math.NaN()), false},
+		{"absolute value of a load", loaded, false},
+		{"max of two loads' absolute values", twoLoaded, false},
+		{"max of a load's absolute value and 1", func(b *ir.Builder) *ir.Value { return b.Max(loaded(b), b.Full(ir.F32, 1, 64)) }, true},
+	} {
+		b := ir.NewBuilder("k", tg)
+		v := c.build(b)
+		st := v
+		if len(v.Type.Shape) == 0 {
+			st = b.Splat(v, 64)
+		}
+		b.Store(b.PtrAdd(b.Param("y", ir.F32), b.Arange(64)), st, nil)
+		f, err := b.Func()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := f.NoNaN()[v]; got != c.want {
+			t.Errorf("%s: NoNaN holds %v: %v; want %v", c.name, v, got, c.want)
+		}
+	}
+}

@@ -602,6 +602,54 @@ var Cases = []Case{
 		},
 	},
 	{
+		// An amax carried by a loop: per column of x[M, 32], the max of
+		// |x| folded into an accumulator from +0, |x| written first. The
+		// accumulator is never NaN and never −0 (ir.NoNaN, ir.NoNegZero),
+		// whatever x holds: NaN, ±0, ±Inf.
+		Name: "an amax carried by a loop", Warps: 2,
+		Build: func(b *ir.Builder) {
+			x, y := b.Param("x", ir.F32), b.Param("y", ir.F32)
+			m := b.Size("M")
+			cols := b.Arange(32)
+			acc := b.For(0, m, 16, []*ir.Value{b.Full(ir.F32, 0, 16, 32)}, func(i *ir.Value, c []*ir.Value) []*ir.Value {
+				rows := b.Add(i, b.Arange(16))
+				v := b.Load(b.PtrAdd(x, b.Add(b.Mul(b.Col(rows), 32), b.Row(cols))), b.Col(b.Lt(rows, m)), 0.0)
+				return []*ir.Value{b.Max(b.Abs(v), c[0])}
+			})
+			b.Store(b.PtrAdd(y, cols), b.Reduce(acc[0], 0, ir.RMax), nil)
+		},
+		Inputs: func(r *rand.Rand) ([3]int, []any) {
+			const m = 50
+			negZero, nan, inf := float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1))
+			x := make([]float32, m*32)
+			for i := range x {
+				switch col := i % 32; {
+				case col < 4: // only zeros and NaNs
+					x[i] = []float32{0, negZero, nan, -nan}[r.IntN(4)]
+				case col < 8:
+					x[i] = []float32{negZero, -inf, float32(r.NormFloat64()), nan}[r.IntN(4)]
+				default:
+					x[i] = float32(r.NormFloat64() * 100)
+				}
+			}
+			return [3]int{1, 1, 1}, []any{F32s(x), make([]byte, 4*32), m}
+		},
+		Want: func(t testing.TB, args []any) {
+			x, y, m := args[0].([]byte), args[1].([]byte), args[2].(int)
+			for c := 0; c < 32; c++ {
+				want := uint32(0) // +0, then the largest |x| that is not NaN
+				for r := 0; r < m; r++ {
+					if v := math.Float32bits(GetF32(x, r*32+c)) &^ (1 << 31); v <= 0x7f800000 && v > want {
+						want = v
+					}
+				}
+				if got := math.Float32bits(GetF32(y, c)); got != want {
+					t.Errorf("column %d: %#08x, want %#08x", c, got, want)
+				}
+			}
+		},
+	},
+	{
 		// Programs waiting on each other: each adds its id + 1 to a sum,
 		// signals a counter and waits until every program has; then each
 		// reads the sum, which must be whole. The grid asks for more

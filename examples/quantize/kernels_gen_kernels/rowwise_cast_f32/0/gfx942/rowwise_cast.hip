@@ -3,11 +3,13 @@
 
 #define FP8G_FN static __device__ __forceinline__
 
-FP8G_FN float fp8g_maxf(float a, float b) {
+FP8G_FN float fp8g_maxf_nz(float a, float b) {
   if (a != a) return b;
   if (b != b) return a;
-  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
+  return a > b ? a : b;
 }
+// maxNum of a, never NaN, and b, neither ever −0.
+FP8G_FN float fp8g_maxf_nn(float a, float b) { return b > a ? b : a; }
 FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
 // f32 → e4m3fnuz: round to nearest even, saturate to ±240, NaN → 0x80.
 FP8G_FN uint8_t fp8g_to_e4m3fnuz(float x) {
@@ -105,14 +107,14 @@ extern "C" __global__ void __launch_bounds__(64) rowwise_cast_7f17bc84(const flo
     for (int r = 0; r < 64; ++r) mask2[r] = row_ok2 && m1[r];
     // cast_kernels.go:51
     float t8;
-    { t8 = fp8g_absf(xf[0]); for (int k = 1; k < 64; ++k) t8 = fp8g_maxf(t8, fp8g_absf(xf[k])); }
+    { t8 = fp8g_absf(xf[0]); for (int k = 1; k < 64; ++k) t8 = fp8g_maxf_nz(t8, fp8g_absf(xf[k])); }
     float amax;
     amax = t8;
     #pragma unroll
     for (int off = 1; off <= 32; off <<= 1)
-      amax = fp8g_maxf(amax, __shfl_xor(amax, off));
+      amax = fp8g_maxf_nz(amax, __shfl_xor(amax, off));
     // cast_kernels.go:11
-    const float scale = 240.0f / fp8g_maxf(amax, 1e-12f);
+    const float scale = 240.0f / fp8g_maxf_nn(1e-12f, amax);
     // cast_kernels.go:52
     #pragma unroll
     for (int r = 0; r < 64; r += 4) {

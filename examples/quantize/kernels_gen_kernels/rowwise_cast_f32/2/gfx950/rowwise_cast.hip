@@ -3,11 +3,8 @@
 
 #define FP8G_FN static __device__ __forceinline__
 
-FP8G_FN float fp8g_maxf(float a, float b) {
-  if (a != a) return b;
-  if (b != b) return a;
-  return a == b ? __uint_as_float(__float_as_uint(a) & __float_as_uint(b)) : (a > b ? a : b);
-}
+// maxNum of a, never NaN, and b, neither ever −0.
+FP8G_FN float fp8g_maxf_nn(float a, float b) { return b > a ? b : a; }
 FP8G_FN float fp8g_absf(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
 // Store s bytes (1, 2, 4 or 8) of lo at p, which is s-aligned; then drop
 // them from (hi:lo).
@@ -93,26 +90,26 @@ extern "C" __global__ void __launch_bounds__(512) rowwise_cast_a451bf77(const fl
     // cast_kernels.go:78
     float t2[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) t2[r] = fp8g_maxf(amax_part[r], fp8g_absf(xf[r]));
+    for (int r = 0; r < 8; ++r) t2[r] = fp8g_maxf_nn(amax_part[r], fp8g_absf(xf[r]));
     // cast_kernels.go:76
     #pragma unroll
     for (int r = 0; r < 8; ++r) amax_part[r] = t2[r];
   }
   // cast_kernels.go:80
   float t3;
-  { t3 = amax_part[0]; for (int k = 1; k < 8; ++k) t3 = fp8g_maxf(t3, amax_part[k]); }
+  { t3 = amax_part[0]; for (int k = 1; k < 8; ++k) t3 = fp8g_maxf_nn(t3, amax_part[k]); }
   float t4;
   t4 = t3;
   #pragma unroll
   for (int off = 1; off <= 32; off <<= 1)
-    t4 = fp8g_maxf(t4, __shfl_xor(t4, off));
+    t4 = fp8g_maxf_nn(t4, __shfl_xor(t4, off));
   if (tid % 64 == 0) *(float*)(lds + tid / 64 * 4) = t4;
   __syncthreads();
   float amax;
-  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fp8g_maxf(amax, *(const float*)(lds + w * 4)); }
+  { amax = *(const float*)lds; for (int w = 1; w < 8; ++w) amax = fp8g_maxf_nn(amax, *(const float*)(lds + w * 4)); }
   __syncthreads();
   // cast_kernels.go:11
-  const float scale = 448.0f / fp8g_maxf(amax, 1e-12f);
+  const float scale = 448.0f / fp8g_maxf_nn(amax, 1e-12f);
   // cast_kernels.go:81
   for (int i1 = 0; i1 < K; i1 += 4096) {
     // cast_kernels.go:44
