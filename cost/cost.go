@@ -288,14 +288,9 @@ func hottest(f *ir.Func, streamed func(string) bool) (bytes, instrs int) {
 		n, ops := 0, 0
 		for _, v := range b.Values {
 			ops += opCost(v)
-			switch v.Op {
-			case ir.OpLoad:
+			if v.Op == ir.OpLoad || v.Op == ir.OpLDSCopy {
 				if p := base(v.Ptr()); p != nil && streamed(p.ArgName()) {
-					n += max(1, v.Type.Regs) * v.Type.DType.Bytes()
-				}
-			case ir.OpLDSCopy:
-				if p := base(v.Ptr()); p != nil && streamed(p.ArgName()) {
-					n += max(1, v.Ptr().Type.Regs) * v.Ptr().Type.DType.Elem().Bytes()
+					n += readBytes(v)
 				}
 			}
 			if v.Body != nil {
@@ -314,6 +309,15 @@ func hottest(f *ir.Func, streamed func(string) bool) (bytes, instrs int) {
 	return bytes, instrs
 }
 
+// readBytes is what a load or an lds_copy (which has no result: its
+// pointer's elements) reads from global memory, a lane.
+func readBytes(v *ir.Value) int {
+	if v.Op == ir.OpLDSCopy {
+		return max(1, v.Ptr().Type.Regs) * v.Ptr().Type.DType.Elem().Bytes()
+	}
+	return max(1, v.Type.Regs) * v.Type.DType.Bytes()
+}
+
 // opCost is the instructions one thread issues for v: one a register, a
 // memory access one a 16-byte vector, nothing for what the compiler folds
 // into addresses or immediates.
@@ -325,7 +329,7 @@ func opCost(v *ir.Value) int {
 		ir.OpLoopVar, ir.OpYield, ir.OpForResult, ir.OpFor, ir.OpIf:
 		return 0
 	case ir.OpLDSCopy:
-		return max(1, (max(1, v.Ptr().Type.Regs)*v.Ptr().Type.DType.Elem().Bytes()+15)/16)
+		return max(1, (readBytes(v)+15)/16)
 	case ir.OpLoad, ir.OpStore, ir.OpAtomic, ir.OpLDSStore, ir.OpLDSLoad:
 		d := v.Type.DType
 		if v.Op == ir.OpStore || v.Op == ir.OpLDSStore {

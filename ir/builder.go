@@ -419,18 +419,23 @@ func (b *Builder) mask(m *Value, like *Value) *Value {
 // Load reads p where mask holds (nil: everywhere) and yields other
 // (nil: zero) elsewhere.
 func (b *Builder) Load(p, mask *Value, other any) *Value {
-	if p.Type.DType.K != KPtr {
-		return b.fail("load from %v: want a pointer tile", p.Type.DType)
-	}
 	if other == nil {
 		other = 0
+	}
+	return b.read(OpLoad, p, mask, other)
+}
+
+// read is a load or a stage (op) of p where mask holds, other elsewhere.
+func (b *Builder) read(op Op, p, mask *Value, other any) *Value {
+	if p.Type.DType.K != KPtr {
+		return b.fail("%s from %v: want a pointer tile", op.Name(), p.Type.DType)
 	}
 	o := b.operand(other, p.Type.DType.Elem())
 	if b.err != nil {
 		return b.placeholder()
 	}
 	_, o = b.broadcastPair(p, o)
-	return b.val(OpLoad, Tile(p.Type.DType.Elem(), p.Type.Shape...), &MemAttr{Vec: 1}, p, b.mask(mask, p), o)
+	return b.val(op, Tile(p.Type.DType.Elem(), p.Type.Shape...), &MemAttr{Vec: 1}, p, b.mask(mask, p), o)
 }
 
 // LoadOnce is Load for data the op reads no more after this: the target
@@ -465,21 +470,15 @@ func (b *Builder) LoadSpread(p, mask *Value, other any) *Value {
 // Unstage reads the rows back, as often as needed. A stage belongs at the
 // kernel's top level; only unstage may use it.
 func (b *Builder) Stage(p, mask *Value) *Value {
-	if p.Type.DType.K != KPtr {
-		return b.fail("stage from %v: want a pointer tile", p.Type.DType)
+	if p.Type.DType.K == KPtr { // else read says so
+		if r := p.Type.Rank(); r != 2 {
+			return b.fail("stage of a %d-D tile: want a 2-D one", r)
+		}
+		if b.cur != b.f.Entry {
+			return b.fail("stage inside a loop or if: a stage belongs at the kernel's top level")
+		}
 	}
-	if r := p.Type.Rank(); r != 2 {
-		return b.fail("stage of a %d-D tile: want a 2-D one", r)
-	}
-	if b.cur != b.f.Entry {
-		return b.fail("stage inside a loop or if: a stage belongs at the kernel's top level")
-	}
-	o := b.operand(0, p.Type.DType.Elem())
-	if b.err != nil {
-		return b.placeholder()
-	}
-	_, o = b.broadcastPair(p, o)
-	return b.val(OpStage, Tile(p.Type.DType.Elem(), p.Type.Shape...), &MemAttr{Vec: 1}, p, b.mask(mask, p), o)
+	return b.read(OpStage, p, mask, 0)
 }
 
 // Unstage reads rows r0 … r0+rows-1 of staged tile st (all its columns)
