@@ -13,7 +13,6 @@ import (
 // a negation lose the fact, and so does a loop whose other carried value
 // feeds it one of those.
 func TestNoNegZero(t *testing.T) {
-	tg, _ := target.Lookup("sm_90")
 	amax := func(init float64, fold func(b *ir.Builder, acc, x *ir.Value) *ir.Value) func(*ir.Builder) *ir.Value {
 		return func(b *ir.Builder) *ir.Value {
 			x, n := b.Param("x", ir.F32), b.Size("N")
@@ -59,27 +58,34 @@ func TestNoNegZero(t *testing.T) {
 			return out[1]
 		}, false},
 	} {
-		b := ir.NewBuilder("k", tg)
-		v := c.build(b)
-		st := v
-		if len(v.Type.Shape) == 0 {
-			st = b.Splat(v, 64)
-		}
-		b.Store(b.PtrAdd(b.Param("y", ir.F32), b.Arange(64)), st, nil)
-		f, err := b.Func()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if got := f.NoNegZero()[v]; got != c.want {
-			t.Errorf("%s: NoNegZero holds %v: %v; want %v", c.name, v, got, c.want)
+		if got := holds(t, c.name, c.build, (*ir.Func).NoNegZero); got != c.want {
+			t.Errorf("%s: NoNegZero holds the value: %v; want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// holds builds a kernel that stores the value build makes (a tile of 64,
+// or a scalar splat to one) and reports whether fact's set has it.
+func holds(t *testing.T, name string, build func(*ir.Builder) *ir.Value, fact func(*ir.Func) map[*ir.Value]bool) bool {
+	t.Helper()
+	tg, _ := target.Lookup("sm_90")
+	b := ir.NewBuilder("k", tg)
+	v := build(b)
+	st := v
+	if len(v.Type.Shape) == 0 {
+		st = b.Splat(v, 64)
+	}
+	b.Store(b.PtrAdd(b.Param("y", ir.F32), b.Arange(64)), st, nil)
+	f, err := b.Func()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return fact(f)[v]
 }
 
 // An amax carried from +0 is never NaN, whatever it folds in; a max of
 // absolute values of loads, or a loop from a NaN, may be.
 func TestNoNaN(t *testing.T) {
-	tg, _ := target.Lookup("sm_90")
 	loop := func(init float64) func(b *ir.Builder) *ir.Value {
 		return func(b *ir.Builder) *ir.Value {
 			x, n := b.Param("x", ir.F32), b.Size("N")
@@ -109,19 +115,8 @@ func TestNoNaN(t *testing.T) {
 		{"max of two loads' absolute values", twoLoaded, false},
 		{"max of a load's absolute value and 1", func(b *ir.Builder) *ir.Value { return b.Max(loaded(b), b.Full(ir.F32, 1, 64)) }, true},
 	} {
-		b := ir.NewBuilder("k", tg)
-		v := c.build(b)
-		st := v
-		if len(v.Type.Shape) == 0 {
-			st = b.Splat(v, 64)
-		}
-		b.Store(b.PtrAdd(b.Param("y", ir.F32), b.Arange(64)), st, nil)
-		f, err := b.Func()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if got := f.NoNaN()[v]; got != c.want {
-			t.Errorf("%s: NoNaN holds %v: %v; want %v", c.name, v, got, c.want)
+		if got := holds(t, c.name, c.build, (*ir.Func).NoNaN); got != c.want {
+			t.Errorf("%s: NoNaN holds the value: %v; want %v", c.name, got, c.want)
 		}
 	}
 }
