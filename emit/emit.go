@@ -155,7 +155,10 @@ func Printed(f *ir.Func) ([]*ir.Value, error) {
 func newEmitter(f *ir.Func, helpers map[string]string) *emitter {
 	e := &emitter{f: f, t: f.Target, names: map[*ir.Value]string{}, taken: map[string]int{}, used: map[string]bool{}, inline: map[*ir.Value]bool{},
 		uses: f.Uses(), written: map[*ir.Value]bool{}, helpers: helpers, tables: map[string]string{}, printed: map[*ir.Value]bool{},
-		noNegZero: f.NoNegZero(), noNaN: f.NoNaN()}
+		noNegZero: f.NoNegZero()}
+	if !f.Target.HWCvt { // where max.f32 is printed, NaN needs no proof
+		e.noNaN = f.NoNaN()
+	}
 	for _, r := range []string{"tid", "lds", "r", "rv", "w", "k", "h", "j", "off", "q2"} { // the loops' own names
 		e.taken[r], e.used[r] = 1, true
 	}
