@@ -17,13 +17,17 @@
 // around the op alone, and the median. The flush leaves the L2 full of
 // another buffer's dirty lines, whose write-back falls in the op's time:
 // on the H200 it costs a 128 MB read-only kernel about 10 µs (33 → 43),
-// a copy of 201 MB about 1 µs. Until the tenth session fp8gen was timed
-// back to back with no flush while the peers were flushed: its ratios to
-// the peers were 2–5% too kind.
+// a copy of 201 MB about 1 µs. Timing fp8gen back to back without the
+// flush, while the peers are flushed, makes its ratios to them 2–5% too
+// kind (measured on the H200).
 //
-// Every measurement is a [Row]; rows from Go and from peers.py share one
-// JSON form ([ReadJSON], [WriteJSON]), so the two sets can be concatenated
-// and reported together with [Table] (a markdown table); package chart
+// Every measurement is a [Row] naming its op, shape, options, schedule,
+// GPU, date and commit; rows from Go and from peers.py share one JSON form
+// ([ReadJSON], [WriteJSON]), so the two sets can be concatenated and
+// reported together with [Table] (a markdown table) and [Summary] (the
+// README's). The newest rows of each GPU live in one file,
+// bench/results/<GPU>.json, into which each run is merged ([Merge]: a
+// case measured again replaces its old rows); package chart
 // draws them as a PNG bar chart (in its own binary, fp8gen-plot, so that
 // the plotting library's fonts are not loaded at every fp8gen start).
 //
@@ -48,6 +52,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -72,8 +77,12 @@ const (
 // JSON form is the one bench/peers.py writes.
 type Row struct {
 	Op    string `json:"op"`    // "rowwise_cast"
-	Shape string `json:"shape"` // "8192x8192", M x K
-	Impl  string `json:"impl"`  // ImplFP8Gen, ImplEager, ImplCompiled, ImplAutotune or ImplCopy
+	Shape string `json:"shape"` // "8192x8192": the op's sizes in its order, joined by x
+	// Options are every option of the call, defaults included
+	// ({"fp8": "e4m3", "in": "bf16", "pow2": "false"}): the rows of one op
+	// and shape with other options are another case.
+	Options map[string]string `json:"options,omitempty"`
+	Impl    string            `json:"impl"` // ImplFP8Gen, ImplEager, ImplCompiled, ImplAutotune or ImplCopy
 
 	TimeUS float64 `json:"time_us"` // median time of one launch, microseconds
 	// Bytes is the ideal traffic of the op: the input read once and the
@@ -93,6 +102,7 @@ type Row struct {
 
 	GPU         string `json:"gpu"`                    // torch.cuda.get_device_name() or equivalent
 	Date        string `json:"date"`                   // UTC date, "2006-01-02"
+	Commit      string `json:"commit,omitempty"`       // fp8gen's commit that measured it ("2087d26", "+dirty" if modified)
 	Torch       string `json:"torch,omitempty"`        // torch version, for peer rows
 	FP8         string `json:"fp8,omitempty"`          // fp8 format, "e4m3fn"
 	CompileMode string `json:"compile_mode,omitempty"` // torch.compile mode, for compiled rows
@@ -146,32 +156,127 @@ func Median(durations []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// key identifies one op on one shape.
-type key struct{ op, shape string }
+// key identifies one case: an op on one shape with one set of options.
+type key struct{ op, shape, options string }
 
-// Group is the rows of one op and shape, by implementation (ImplFP8Gen, …).
-type Group struct {
-	Op, Shape string
-	Impl      map[string]Row
+func keyOf(r Row) key { return key{r.Op, r.Shape, r.OptionsText()} }
+
+// OptionsText is Options as NAME=VALUE pairs in name order, joined by
+// commas ("fp8=e4m3,in=bf16,pow2=false"); "" for none.
+func (r Row) OptionsText() string { return optionsText(r.Options, nil) }
+
+// optionsText joins the options named in only (every option where only
+// is nil), in name order.
+func optionsText(o map[string]string, only map[string]bool) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(o)) {
+		if only == nil || only[k] {
+			kv = append(kv, k+"="+o[k])
+		}
+	}
+	return strings.Join(kv, ",")
 }
 
-// Groups gathers rows by op and shape, in the order in which each op and
-// shape first appears. Where one op, shape and implementation has several
-// rows, the last one counts.
+// Group is the rows of one case (op, shape, options), by implementation
+// (ImplFP8Gen, …).
+type Group struct {
+	Op, Shape string
+	Options   map[string]string
+	// Variant is the options that tell this case from the other cases of
+	// its op among the rows grouped ("layout=nk"), "" where the op has one
+	// set of options.
+	Variant string
+	Impl    map[string]Row
+}
+
+// Label is the case as a table or chart names it: the shape, and the
+// variant where there is one.
+func (g *Group) Label() string {
+	if g.Variant == "" {
+		return g.Shape
+	}
+	return g.Shape + " " + g.Variant
+}
+
+// Groups gathers rows by case, in the order in which each case first
+// appears. Where one case and implementation has several rows, the last
+// one counts.
 func Groups(rows []Row) []*Group {
 	var gs []*Group
 	index := map[key]*Group{}
 	for _, r := range rows {
-		k := key{r.Op, r.Shape}
+		k := keyOf(r)
 		g := index[k]
 		if g == nil {
-			g = &Group{Op: r.Op, Shape: r.Shape, Impl: map[string]Row{}}
+			g = &Group{Op: r.Op, Shape: r.Shape, Options: r.Options, Impl: map[string]Row{}}
 			index[k] = g
 			gs = append(gs, g)
 		}
 		g.Impl[r.Impl] = r
 	}
+	varying := varyingOptions(rows)
+	for _, g := range gs {
+		g.Variant = optionsText(g.Options, varying[g.Op])
+	}
 	return gs
+}
+
+// varyingOptions names, for each op, the options whose value is not the
+// same in all of its rows (an option some rows lack counts as varying).
+func varyingOptions(rows []Row) map[string]map[string]bool {
+	first := map[string]map[string]string{}
+	out := map[string]map[string]bool{}
+	for _, r := range rows {
+		f, seen := first[r.Op]
+		if !seen {
+			first[r.Op] = r.Options
+			out[r.Op] = map[string]bool{}
+			continue
+		}
+		for k := range maps.Keys(f) {
+			if v, ok := r.Options[k]; !ok || v != f[k] {
+				out[r.Op][k] = true
+			}
+		}
+		for k := range maps.Keys(r.Options) {
+			if _, ok := f[k]; !ok {
+				out[r.Op][k] = true
+			}
+		}
+	}
+	return out
+}
+
+// Merge returns old's rows with the cases that fresh measured replaced:
+// every row of old whose op and options fresh has rows of, at any shape,
+// gives way to fresh's rows, so that a results file holds each op's
+// latest run whole. Rows come out in op order (the order of ops, then of
+// first appearance for ops it does not name), each op's rows in the order
+// of the run that measured them.
+func Merge(old, fresh []Row, ops []string) []Row {
+	type variant struct{ op, options string }
+	measured := map[variant]bool{}
+	for _, r := range fresh {
+		measured[variant{r.Op, r.OptionsText()}] = true
+	}
+	var out []Row
+	for _, r := range old {
+		if !measured[variant{r.Op, r.OptionsText()}] {
+			out = append(out, r)
+		}
+	}
+	out = append(out, fresh...)
+	rank := map[string]int{}
+	for i, op := range ops {
+		rank[op] = i
+	}
+	for _, r := range out {
+		if _, ok := rank[r.Op]; !ok {
+			rank[r.Op] = len(rank)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Row) int { return rank[a.Op] - rank[b.Op] })
+	return out
 }
 
 // Measured reports whether r is a successful measurement.
@@ -187,11 +292,11 @@ func FillPctCopy(rows []Row) {
 	copies := map[key]Row{}
 	for _, r := range rows {
 		if r.Impl == ImplCopy && ok(r, true) && r.GBPerS > 0 {
-			copies[key{r.Op, r.Shape}] = r
+			copies[keyOf(r)] = r
 		}
 	}
 	for i, r := range rows {
-		c, found := copies[key{r.Op, r.Shape}]
+		c, found := copies[keyOf(r)]
 		if r.PctCopy == 0 && found && ok(r, true) && r.GBPerS > 0 {
 			rows[i].PctCopy = 100 * r.GBPerS / c.GBPerS
 		}
@@ -221,7 +326,7 @@ func Table(rows []Row) string {
 		c, cok := g.Impl[ImplCompiled]
 		a, aok := g.Impl[ImplAutotune]
 		cols := []string{
-			g.Op, g.Shape,
+			g.Op, g.Label(),
 			cell(f, fok, f.TimeUS, "%.1f"),
 			cell(f, fok, f.GBPerS, "%.0f"),
 			cell(f, fok && f.PctCopy > 0, f.PctCopy, "%.1f"),
@@ -263,4 +368,72 @@ func speedup(f Row, fok bool, p Row, pok bool) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f×", p.TimeUS/f.TimeUS)
+}
+
+// Summary is the performance table of the README: for each case, fp8gen's
+// time and percentage of the copy's bandwidth and its speedup over each
+// PyTorch peer, under a line naming the GPUs, dates, torch versions and
+// fp8gen commits of the rows, so that the table says which run it shows.
+func Summary(rows []Row) string {
+	rows = slices.Clone(rows)
+	FillPctCopy(rows)
+	var gpus, dates, torches, commits []string
+	add := func(list *[]string, v string) {
+		if v != "" && !slices.Contains(*list, v) {
+			*list = append(*list, v)
+		}
+	}
+	for _, r := range rows {
+		add(&gpus, r.GPU)
+		add(&dates, r.Date)
+		add(&torches, r.Torch)
+		if r.Impl == ImplFP8Gen {
+			add(&commits, r.Commit)
+		}
+	}
+	slices.Sort(dates)
+	none := func(l []string) string {
+		if len(l) == 0 {
+			return "—"
+		}
+		return strings.Join(l, ", ")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, %s; fp8gen %s; PyTorch %s.\n\n", none(gpus), none(dates), none(commits), none(torches))
+	b.WriteString("| op | shape | fp8gen µs | % of copy | vs eager | vs torch.compile | vs max-autotune |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|\n")
+	for _, g := range Groups(rows) {
+		f, fok := g.Impl[ImplFP8Gen]
+		e, eok := g.Impl[ImplEager]
+		c, cok := g.Impl[ImplCompiled]
+		a, aok := g.Impl[ImplAutotune]
+		cols := []string{
+			"`" + g.Op + "`", g.Label(),
+			cell(f, fok, f.TimeUS, "%.1f"),
+			cell(f, fok && f.PctCopy > 0, f.PctCopy, "%.1f"),
+			speedup(f, fok, e, eok),
+			speedup(f, fok, c, cok),
+			speedup(f, fok, a, aok),
+		}
+		b.WriteString("| " + strings.Join(cols, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// ReplaceBetween returns doc with the text between the lines begin and end
+// (each alone on its line, both kept) replaced by body.
+func ReplaceBetween(doc, begin, end, body string) (string, error) {
+	i := strings.Index(doc, begin+"\n")
+	if i < 0 {
+		return "", fmt.Errorf("no line %q", begin)
+	}
+	i += len(begin) + 1
+	j := strings.Index(doc[i:], end)
+	if j < 0 {
+		return "", fmt.Errorf("no line %q after %q", end, begin)
+	}
+	if body != "" && !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	return doc[:i] + body + doc[i+j:], nil
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // sample is a handmade run: fp8gen timed from Go, the peers from peers.py.
@@ -49,7 +51,8 @@ func TestReadJSONFromPython(t *testing.T) {
 	const js = `[{"op": "tensorwise_cast", "shape": "8192x8192", "impl": "compiled",
 		"time_us": null, "bytes": 201326596, "gb_per_s": null, "pct_copy": null,
 		"gpu": "NVIDIA H200", "date": "2026-01-02", "torch": "2.11.0+cu128",
-		"fp8": "e4m3fn", "compile_mode": "default", "error": "RuntimeError: x", "extra": 1}]`
+		"fp8": "e4m3fn", "compile_mode": "default", "error": "RuntimeError: x", "extra": 1,
+		"options": {"fp8": "e4m3", "in": "bf16"}}]`
 	path := filepath.Join(t.TempDir(), "peers.json")
 	if err := os.WriteFile(path, []byte(js), 0o644); err != nil {
 		t.Fatal(err)
@@ -60,9 +63,9 @@ func TestReadJSONFromPython(t *testing.T) {
 	}
 	want := Row{Op: "tensorwise_cast", Shape: "8192x8192", Impl: ImplCompiled, Bytes: 201326596,
 		GPU: "NVIDIA H200", Date: "2026-01-02", Torch: "2.11.0+cu128", FP8: "e4m3fn",
-		CompileMode: "default", Error: "RuntimeError: x"}
-	if len(rows) != 1 || rows[0] != want {
-		t.Fatalf("got %+v\nwant %+v", rows, want)
+		CompileMode: "default", Error: "RuntimeError: x", Options: map[string]string{"fp8": "e4m3", "in": "bf16"}}
+	if diff := cmp.Diff([]Row{want}, rows); diff != "" {
+		t.Fatalf("rows (-want +got):\n%s", diff)
 	}
 }
 
@@ -214,5 +217,43 @@ func TestProgressLog(t *testing.T) {
 	want := "\rbench [1/2] rowwise_cast 8192x8192\r" + strings.Repeat(" ", len("bench [1/2] rowwise_cast 8192x8192")) + "\ra result\n\rbench [2/2] colwise_cast 8192x8192"
 	if got := buf.String(); got != want {
 		t.Errorf("on a terminal:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestMergeReplacesMeasuredCases(t *testing.T) {
+	nk := map[string]string{"layout": "nk"}
+	kn := map[string]string{"layout": "kn"}
+	old := []Row{
+		{Op: "expert_colwise_cast", Shape: "1x2x3", Options: kn, Impl: ImplFP8Gen, TimeUS: 1},
+		{Op: "expert_colwise_cast", Shape: "4x5x6", Options: kn, Impl: ImplFP8Gen, TimeUS: 2},
+		{Op: "expert_colwise_cast", Shape: "1x2x3", Options: nk, Impl: ImplFP8Gen, TimeUS: 3},
+		{Op: "rowwise_cast", Shape: "8x8", Impl: ImplFP8Gen, TimeUS: 4},
+	}
+	fresh := []Row{{Op: "expert_colwise_cast", Shape: "1x2x3", Options: kn, Impl: ImplFP8Gen, TimeUS: 5}}
+	got := Merge(old, fresh, []string{"rowwise_cast", "expert_colwise_cast"})
+	// The kn case's rows at every shape give way to the run's; nk and
+	// rowwise stay; rowwise first, as the ops list orders them.
+	var times []float64
+	for _, r := range got {
+		times = append(times, r.TimeUS)
+	}
+	if diff := cmp.Diff([]float64{4, 3, 5}, times); diff != "" {
+		t.Errorf("merged rows' times (-want +got):\n%s", diff)
+	}
+}
+
+func TestGroupsNameTheVaryingOptions(t *testing.T) {
+	rows := []Row{
+		{Op: "expert_colwise_cast", Shape: "1x2x3", Options: map[string]string{"layout": "kn", "fp8": "e4m3"}, Impl: ImplFP8Gen},
+		{Op: "expert_colwise_cast", Shape: "1x2x3", Options: map[string]string{"layout": "nk", "fp8": "e4m3"}, Impl: ImplFP8Gen},
+		{Op: "rowwise_cast", Shape: "8x8", Options: map[string]string{"fp8": "e4m3"}, Impl: ImplFP8Gen},
+	}
+	var labels []string
+	for _, g := range Groups(rows) {
+		labels = append(labels, g.Op+" "+g.Label())
+	}
+	want := []string{"expert_colwise_cast 1x2x3 layout=kn", "expert_colwise_cast 1x2x3 layout=nk", "rowwise_cast 8x8"}
+	if diff := cmp.Diff(want, labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 }

@@ -39,7 +39,7 @@ func Write(rows []bench.Row, path string) error {
 	gs := bench.Groups(rows)
 	var labels []string
 	for _, g := range gs {
-		labels = append(labels, g.Op+"\n"+g.Shape)
+		labels = append(labels, g.Op+"\n"+g.Label())
 	}
 	if len(gs) == 0 {
 		return fmt.Errorf("chart: no rows to plot")

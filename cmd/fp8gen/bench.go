@@ -16,6 +16,7 @@ import (
 	"github.com/fp8gen/fp8gen/backend"
 	"github.com/fp8gen/fp8gen/bench"
 	"github.com/fp8gen/fp8gen/internal/atomicfile"
+	"github.com/fp8gen/fp8gen/internal/buildinfo"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
@@ -55,7 +56,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	shapes := fs.String("shapes", "", "shapes for every op, sizes joined by x: MxK,… (default: each op's realistic set)")
 	var optFlag kvFlag
 	fs.Var(&optFlag, "opt", "set an option of every op: NAME=VALUE (repeatable; layout=nk): fp8gen and the peers both run with it; an op without it is an error")
-	outDir := fs.String("out", "bench/results", "folder for the JSON rows, the table and the plot")
+	outDir := fs.String("out", "bench/results", "folder of the results: GPU.json (this run's cases replace their earlier rows), GPU.md and GPU.png")
 	peers := fs.String("peers", "auto", "time the PyTorch peers with bench/peers.py: auto (if python3 has torch), on, off")
 	plotMode := fs.String("plot", "auto", "draw the PNG chart with fp8gen-plot: auto (where it is beside fp8gen or on PATH), on, off")
 	python := fs.String("python", "python3", "python with torch for the peers")
@@ -119,10 +120,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			text := strings.TrimSpace(s)
-			if len(given) > 0 {
-				text += " " + given.String() // the options in the row's shape, for the table and the peers alike
-			}
+			text := shapeText(op, sh)
 			jobs = append(jobs, job{op, sh, text, given})
 			if op.Peers {
 				peerJobs = append(peerJobs, jobs[len(jobs)-1])
@@ -136,11 +134,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	defer g.Close()
 	gpu := g.Dev.Props().Name
 	date := time.Now().UTC().Format("2006-01-02")
+	commit := buildinfo.Read().CommitText()
 
 	var rows []bench.Row
+	caseOpts := map[string]map[string]string{} // "op shape" -> the options its rows carry
 	prog := bench.NewProgress(stderr, len(jobs), "bench")
 	for _, j := range jobs {
-		prog.Step(j.op.Name + " " + j.text)
+		prog.Step(j.label())
 		// The default schedule: --schedule, else the tuning cache's, else
 		// the op's first feasible candidate. --sweep adds the space's best
 		// beside it.
@@ -185,17 +185,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		opts := map[string]string(p.Call.Options)
 		copyGBs := float64(bytes) / ct.Seconds() / 1e9
 		ceil := float64(bytes) / ceilTime / 100
 		row := func(impl string, t time.Duration, sched string) bench.Row {
 			gbs := float64(bytes) / t.Seconds() / 1e9
-			return bench.Row{Op: j.op.Name, Shape: j.text, Impl: impl, TimeUS: us(t), Bytes: int64(bytes), GBPerS: gbs,
-				PctCopy: 100 * gbs / copyGBs, PctCeiling: 100 * gbs / copyGBs / ceil, GPU: gpu, Date: date, Schedule: sched}
+			return bench.Row{Op: j.op.Name, Shape: j.text, Options: opts, Impl: impl, TimeUS: us(t), Bytes: int64(bytes), GBPerS: gbs,
+				PctCopy: 100 * gbs / copyGBs, PctCeiling: 100 * gbs / copyGBs / ceil, GPU: gpu, Date: date, Commit: commit, Schedule: sched}
 		}
 		rows = append(rows, row(bench.ImplFP8Gen, t, strings.Join(sp, " ")),
-			bench.Row{Op: j.op.Name, Shape: j.text, Impl: bench.ImplCopy, TimeUS: us(ct), Bytes: int64(bytes), GBPerS: copyGBs,
-				PctCopy: 100, GPU: gpu, Date: date})
-		prog.Log(fmt.Sprintf("  %s %s: fp8gen %.1f µs, %.1f%% of copy (%.1f µs)", j.op.Name, j.text, us(t), 100*float64(ct)/float64(t), us(ct)))
+			bench.Row{Op: j.op.Name, Shape: j.text, Options: opts, Impl: bench.ImplCopy, TimeUS: us(ct), Bytes: int64(bytes), GBPerS: copyGBs,
+				PctCopy: 100, GPU: gpu, Date: date, Commit: commit})
+		caseOpts[j.op.Name+" "+j.text] = opts
+		prog.Log(fmt.Sprintf("  %s: fp8gen %.1f µs, %.1f%% of copy (%.1f µs)", j.label(), us(t), 100*float64(ct)/float64(t), us(ct)))
 		if *sweep && j.op.Forward == nil {
 			best, bestT, err := sweepSchedules(g, j, *warm, *iters, stdout)
 			if err != nil {
@@ -210,7 +212,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		pr, err := runPeers(*python, peerJobs, g.T, stderr)
 		switch {
 		case err == nil:
-			rows = append(rows, pr...)
+			for _, r := range pr {
+				// The options as fp8gen's rows of the case name them (peers.py
+				// spells some of them its own way), so that the rows group.
+				r.Options, r.Commit = caseOpts[r.Op+" "+r.Shape], commit
+				rows = append(rows, r)
+			}
 		case *peers == "on":
 			return err
 		default:
@@ -221,12 +228,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
-	base := filepath.Join(*outDir, fmt.Sprintf("%s-%s", date, slug(gpu)))
-	if err := bench.WriteJSON(base+".json", rows); err != nil {
+	base := filepath.Join(*outDir, slug(gpu))
+	all := rows
+	if old, err := bench.ReadJSON(base + ".json"); err == nil {
+		all = bench.Merge(old, rows, ops.Names())
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("the results to merge this run into: %w (move the file away to start anew)", err)
+	}
+	if err := bench.WriteJSON(base+".json", all); err != nil {
 		return err
 	}
 	table := bench.Table(rows)
-	if err := atomicfile.WriteFile(base+".md", []byte(fmt.Sprintf("# fp8gen bench, %s, %s\n\n%s", gpu, date, table))); err != nil {
+	md := fmt.Sprintf("# fp8gen bench, %s\n\n%s\n## Every row\n\n%s", gpu, bench.Summary(all), bench.Table(all))
+	if err := atomicfile.WriteFile(base+".md", []byte(md)); err != nil {
 		return err
 	}
 	wrote := "json,md"
@@ -309,8 +323,16 @@ func isExecutable(path string) bool {
 type job struct {
 	op    *ops.Op
 	shape ops.Shape
-	text  string      // the shape as the rows name it, with any --opt
+	text  string      // the shape as the rows name it
 	opts  ops.Options // --opt (nil: the op's defaults)
+}
+
+// label names the job in progress lines: op, shape and any --opt.
+func (j job) label() string {
+	if len(j.opts) == 0 {
+		return j.op.Name + " " + j.text
+	}
+	return j.op.Name + " " + j.text + " " + j.opts.String()
 }
 
 // optsFor is the part of opts that op declares: a backward's options
