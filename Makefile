@@ -136,7 +136,7 @@ gpu:
 		echo "$(GO) test -c -ldflags=-s -o .gpu/$$name.test ./$$rel"; \
 		$(GO) test -c -ldflags=-s -o ".gpu/$$name.test" "./$$rel" || exit 1; \
 	done
-	@for c in fp8gen fp8gen-plot; do if [ -d cmd/$$c ]; then echo "$(GO) build -ldflags=-s -o .gpu/$$c ./cmd/$$c"; $(GO) build -ldflags=-s -o .gpu/$$c ./cmd/$$c || exit 1; fi; done
+	@for c in fp8gen fp8gen-plot; do if [ -d cmd/$$c ]; then echo "$(GO) build -buildvcs=true -ldflags=-s -o .gpu/$$c ./cmd/$$c"; $(GO) build -buildvcs=true -ldflags=-s -o .gpu/$$c ./cmd/$$c || exit 1; fi; done
 
 golden:
 	$(GO) test ./golden -update
