@@ -3,7 +3,9 @@
 #   make deps    install hipcc and the LLVM 15 tools (Debian) if missing, download Go modules
 #   make test    make check, go test (the AMD compile check must run, not skip),
 #                a short run of every fuzz target and the mutation check
-#   make check   gofmt check, go vet, go generate, and fail if generated code is stale
+#   make check   gofmt check, go vet, go generate, and fail if generated code or the README's
+#                performance table is stale
+#   make readme  rewrite the README's performance table from bench/results/*.json
 #   make gpu     build the test binaries, the CLI and fp8gen-plot into .gpu/ for the GPU machine
 #   make golden  rewrite the golden files (review the diff like code)
 #   make fuzz    each fuzz target for FUZZTIME (new failing inputs land in testdata/fuzz)
@@ -45,7 +47,7 @@ define gofmt_check
 		if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$bad"; exit 1; fi; }
 endef
 
-.PHONY: all deps test fmt vet check gpu golden fuzz mutants
+.PHONY: all deps test fmt vet check readme gpu golden fuzz mutants
 
 all: test
 
@@ -120,6 +122,13 @@ check:
 		if [ -n "$$stale" ]; then echo "$$stale"; echo "check: go generate changed the files above; commit the regenerated code" >&2; exit 1; fi; \
 	else echo "check: not a git work tree; the staleness test in go test ./examples/... still runs"; fi
 	@echo "check: generated files up to date"
+	$(GO) run ./cmd/fp8gen-plot --readme README.md --check $(RESULTS)
+
+# The committed bench results the README's performance table is made from.
+RESULTS = $$(ls bench/results/*.json)
+
+readme:
+	$(GO) run ./cmd/fp8gen-plot --readme README.md $(RESULTS)
 
 # One test binary per package with tests, named after its path (runtime ->
 # .gpu/runtime.test, cmd/fp8gen -> .gpu/cmd_fp8gen.test), without the symbol
