@@ -22,10 +22,10 @@ type measured struct {
 	us        float64
 }
 
-// h200Runs are the tune runs the model is held to: the fourth session's
-// (QK, MoE), the fifth's (the casts, the MoE scales' new schedules), the
-// sixth's (colwise, grouped and expert with ORDER and PREFETCH) and the
-// eighth's (rowwise with its persistent loop).
+// h200Runs are the tune runs the model is held to, in the order they ran:
+// QK and MoE (2026-12-01), the casts and the MoE scales' new schedules
+// (2026-12-01), colwise, grouped and expert with ORDER and PREFETCH
+// (2026-12-01) and rowwise with its persistent loop (2026-12-02).
 var h200Runs = []string{"testdata/h200-tune-2026-12-01.tsv", "testdata/h200-tune-2026-12-01b.tsv", "testdata/h200-tune-2026-12-01c.tsv", "testdata/h200-tune-2026-12-02.tsv"}
 
 func loadRuns(t *testing.T) []measured {
@@ -93,7 +93,7 @@ var h200Sets = []struct {
 }{
 	{h200Runs[:2], 1.07, 1.31},
 	{h200Runs[2:3], 1.21, 2.63},
-	// The eighth session's rowwise tune: the model ranks the persistent
+	// The rowwise tune of 2026-12-02: the model ranks the persistent
 	// loop by its bytes and occupancy, blind to the prefetch that makes it
 	// fast, and picks the one-pass or two-pass schedules.
 	{h200Runs[3:], 1.19, 1.34},

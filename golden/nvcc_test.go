@@ -19,7 +19,7 @@ import (
 // nvcc 13's) on 2026-12-01 over every golden kernel: ×0.28 (colwise_cast
 // with f32 in, 32 elements a lane: 32 registers against 116; the estimate
 // counts every live tile register) to ×0.90 (the QK backward, 216 against
-// 240). The high bound is the third session's ×1.14 (the QK fold then).
+// 240). The high bound is above the QK fold's ×1.14 of an earlier kernel.
 const nvMarginLo, nvMarginHi = 0.25, 1.5
 
 // The register estimate against ptxas's count for every sm_90 golden

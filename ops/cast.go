@@ -366,8 +366,8 @@ var Colwise = register(&Op{
 // leaves a part-written one at both ends of them; where M is large (8192
 // rows or more: measured at 16K) the first candidate is then 256 × 64 in 8
 // waves, which straddles a quarter as often: 199.2 against 205.5 µs at
-// 16368×8192, 276.0 against 361.0 at 16383×8192 (the H200, 2026-12-03,
-// calls 2 and 3 of the seventeenth session).
+// 16368×8192, 276.0 against 361.0 at 16383×8192 (the H200, 2026-12-03;
+// docs/performance.md).
 func colCandidates() []Candidate {
 	split := func(perCU string) Assign {
 		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}

@@ -45,8 +45,8 @@ import (
 // where groups are long), and where T is not a multiple of 16 the stores
 // move in aligned pieces (ir.MemAttr.Unaligned) rather than in narrower
 // vectors or bytes: at K = 7168, E = 8 the op takes 619.5 µs at T = 65536,
-// 666.0 at 65520, 721.7 at 65528 and 996.7 at 65535 (3566.6 before;
-// bench/NOTES.md, seventeenth session). Padding T to a multiple of 32
+// 666.0 at 65520, 721.7 at 65528 and 996.7 at 65535 (3566.6 with
+// narrower vectors; docs/performance.md). Padding T to a multiple of 32
 // still pays.
 
 var expertOptions = append(slices.Clone(castOptions),
@@ -342,7 +342,7 @@ var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORD
 // row; the first candidate then takes 256 rows a tile where the groups are
 // long (an average of 4096 rows or more) so that its rows straddle a
 // quarter as often: 666.0 against 850.8 µs at T=65520, K=7168, E=8 (H200,
-// 2026-12-03, bench/NOTES.md); where groups are short a 256-row tile
+// 2026-12-03, docs/performance.md); where groups are short a 256-row tile
 // mostly straddles groups instead (286.0 against 181.1 µs at T=16368,
 // E=64).
 func groupedCandidates() []Candidate {
@@ -365,7 +365,7 @@ func groupedCandidates() []Candidate {
 	// defaults at every bench shape on the H200 (178.9 / 206.5 / 806.1
 	// against 160.1 / 114.9 / 618.3 µs, 2026-12-03): its code issues about
 	// 1.8 times the instructions of the hand-written probe that reached
-	// 89% of copy (bench/NOTES.md, eighteenth session).
+	// 89% of copy (probes/strip.cu).
 	// By rows: equal ranges of rows, 128 × 64 in 8 waves about 4 blocks a
 	// CU, 64 × 64 in 4 waves about 8 (the same lanes a CU: 114.9 against
 	// 126.2 µs at 4 a CU, T=32768, 2026-12-03).

@@ -324,7 +324,7 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 // hand-written probe of this design reached 87–89% of copy where every
 // group fits; this kernel, bit-exact, reads x exactly once there too but
 // issues about 1.8 times the probe's instructions and is slower than the
-// defaults (bench/NOTES.md, eighteenth session): a schedule to choose,
+// defaults (probes/strip.cu, docs/performance.md): a schedule to choose,
 // not a candidate.
 func groupedHeldKernel(b *ir.Builder, c *Call) {
 	x, qt, inv, amaxp, t, k, g, lo, hi := groupedFusedStart(b, c)

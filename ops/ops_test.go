@@ -141,8 +141,8 @@ func TestIndexWidth(t *testing.T) {
 	}
 }
 
-// The schedules the issue names are refused before anything is lowered,
-// each naming the knob and its bound.
+// Schedules outside a knob's domain or an op's constraints are refused
+// before anything is lowered, each naming the knob and its bound.
 func TestBadSchedulesRefusedFast(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	sh := Shape{"M": 4096, "K": 4096}

@@ -30,8 +30,8 @@
 #             interleaved twice, without the peers and the reference check
 #             (the tests check): before/after in one run.
 #
-# Tests and sanitizers only check results, so they run concurrently (the
-# first H200 session: all of them in 5 minutes); tune and bench time, so
+# Tests and sanitizers only check results, so they run concurrently (on
+# the H200 all of them take about 5 minutes); tune and bench time, so
 # they run alone, after them. Each step is bounded so that the call ends by
 # DEADLINE seconds (default 540: the device tool allows 600 a call; CHECKS,
 # default half of it, bounds the tests and sanitizers), and
