@@ -164,6 +164,49 @@ func TestLDSRaceAcrossPrograms(t *testing.T) {
 	}
 }
 
+// transposeTwice is transpose on two tiles of one program, one after the
+// other: the second tile's lds_store reuses the bytes the first lds_load
+// read, so the barrier after the load is what keeps it correct.
+func transposeTwice(b *ir.Builder) {
+	x := b.Param("x", ir.BF16)
+	qt := b.Param("qt", ir.FP8(fp8.E4M3FN))
+	m, k := b.Size("M"), b.Size("K")
+	pid := b.ProgramID(0)
+	for tile := range 2 {
+		rows := b.Arange(64)
+		cols := b.Add(b.Mul(b.Add(b.Mul(pid, 2), tile), 16), b.Arange(16))
+		v := b.Cast(b.Load(b.PtrAdd(x, b.Add(b.Mul(b.Col(rows), k), b.Row(cols))), nil, nil), ir.F32)
+		q := b.Trans(b.Cast(v, ir.FP8(fp8.E4M3FN)))
+		rows2 := b.Arange(64)
+		cols2 := b.Add(b.Mul(b.Add(b.Mul(pid, 2), tile), 16), b.Arange(16))
+		b.Store(b.PtrAdd(qt, b.Add(b.Mul(b.Col(cols2), m), b.Row(rows2))), q, nil)
+	}
+}
+
+// TestLDSWriteAfterRead: without the barrier between the first tile's
+// lds_load and the second tile's lds_store, a lane overwrites bytes another
+// lane has not finished reading; the interpreter must say so.
+func TestLDSWriteAfterRead(t *testing.T) {
+	x, want := transposeData(2)
+	f := kernel(t, 4, nil, transposeTwice)
+	qt := make([]byte, len(want))
+	if err := launch(t, f, [3]int{1, 1, 1}, x, qt, 64, 32); err != nil {
+		t.Fatalf("with barriers: %v", err)
+	}
+	if string(qt) != string(want) {
+		t.Fatalf("transpose wrong: got %v\nwant %v", qt, want)
+	}
+
+	f = kernel(t, 4, nil, transposeTwice)
+	deleteBarrier(t, f, 1)
+	if err := ir.Verify(f, ir.PhaseLanes); err != nil {
+		t.Fatalf("the kernel without its barrier is still valid IR: %v", err)
+	}
+	err := launch(t, f, [3]int{1, 1, 1}, x, make([]byte, len(want)), 64, 32)
+	if err == nil || !strings.Contains(err.Error(), "writes byte") || !strings.Contains(err.Error(), "read") {
+		t.Fatalf("lds_store over bytes still being read: error %v; want a write-after-read LDS race", err)
+	}
+}
 func TestOutOfBounds(t *testing.T) {
 	var line int
 	f := kernel(t, 4, nil, func(b *ir.Builder) {
