@@ -370,3 +370,32 @@ func TestIndexWidthFromTiles(t *testing.T) {
 		t.Errorf("a small shape planned with %v", p.Index)
 	}
 }
+
+// A tensor within one tile of 2^31 elements indexes in 64 bits by its
+// element count alone: a loader that checks only an export's max_elements
+// (2^31 minus one tile) must never run a 32-bit kernel whose last tile
+// reaches past 2^31. rowwise_cast at M=134217727, K=16 has 2^31 − 16
+// elements; in 32 bits its last tile's padding rows would overflow.
+func TestIndexWidthWithinATileOf2to31(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	sh := Shape{"M": 134217727, "K": 16}
+	if n := int64(sh["M"]) * int64(sh["K"]); n <= math.MaxInt32-ir.MaxTileElems || n > math.MaxInt32 {
+		t.Fatalf("the shape has %d elements; the test needs one within a tile of 2^31", n)
+	}
+	c, err := Rowwise.NewCall(tg, sh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Index != ir.I64 {
+		t.Errorf("%d elements, within a tile of 2^31: index %v; want i64", sh["M"]*sh["K"], c.Index)
+	}
+	p, err := Rowwise.NewPlan(tg, sh, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Call.With(p.Schedule)
+	d.Index = ir.I32
+	if wide, err := d.IndexOverflows(); err != nil || !wide {
+		t.Errorf("forced to 32 bits at %v: IndexOverflows = %v, %v; the last tile should reach past 2^31", sh, wide, err)
+	}
+}
