@@ -42,12 +42,18 @@ func unpack(d ir.DType, bytes, j int) string {
 }
 
 // pack builds the vector of element(r+0), element(r+1), … as a C expression.
-func pack(d ir.DType, bytes int, element func(j int) string) string {
+// element(j, need) is element j, parenthesized if its precedence is below
+// need: most elements are cast before they are packed.
+func pack(d ir.DType, bytes int, element func(j, need int) string) string {
 	size := d.Bytes()
 	n := bytes / size
 	words := make([][]string, max(bytes/4, 1))
 	for j := 0; j < n; j++ {
-		x := element(j)
+		need := precUnary
+		if d.K == ir.KF32 {
+			need = 0 // an argument of __float_as_uint
+		}
+		x := element(j, need)
 		if size == 8 {
 			words[2*j] = append(words[2*j], "(uint32_t)(unsigned long long)"+x)
 			words[2*j+1] = append(words[2*j+1], "(uint32_t)((unsigned long long)"+x+" >> 32)")
@@ -100,7 +106,7 @@ func vecType(bytes int) string {
 // the words themselves where other is a constant.
 func (e *emitter) packOther(o *ir.Value, r string, d ir.DType, vb int) string {
 	if o.Op != ir.OpConst {
-		return pack(d, vb, func(j int) string { return e.top(o, reg(r, j)) })
+		return pack(d, vb, func(j, need int) string { return e.val(o, reg(r, j), need) })
 	}
 	e.printed[o] = true
 	bits := ir.ConstBits(d, o.Const())
@@ -273,7 +279,7 @@ func (e *emitter) store(v *ir.Value) {
 	vb := vec * d.Bytes()
 	vt := vecType(vb)
 	e.vectors(n, vec, func(r string) {
-		val := pack(d, vb, func(j int) string { return e.top(x, reg(r, j)) })
+		val := pack(d, vb, func(j, need int) string { return e.val(x, reg(r, j), need) })
 		var put string
 		if v.Mem().Unaligned { // in aligned pieces, the address's alignment known at run time
 			put = fmt.Sprintf("fp8g_st_any((uint8_t*)(%s), %s);", e.top(p, r), val)
@@ -407,7 +413,7 @@ func (e *emitter) ldsStore(v *ir.Value) {
 	}
 	vb := vec * d.Bytes()
 	e.stridedVectors(x.Type.Regs, vec, stride, func(r string) {
-		val := pack(d, vb, func(j int) string { return e.top(x, reg(r, j*stride)) })
+		val := pack(d, vb, func(j, need int) string { return e.val(x, reg(r, j*stride), need) })
 		e.line("%s%s = %s;", e.guard(m, r), lds(vecType(vb), e.val(addr, r, precAdd+1)), val)
 	})
 }

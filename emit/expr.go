@@ -211,6 +211,9 @@ func literal(v *ir.Value) string {
 		}
 		return "false"
 	case ir.KI64:
+		if c.Int == math.MinInt64 { // -9223372036854775808LL would negate a literal past the range
+			return "(long long)0x8000000000000000ULL"
+		}
 		return fmt.Sprintf("%dLL", c.Int)
 	case ir.KBF16:
 		return fmt.Sprintf("(uint16_t)0x%04x", ir.F32ToBF16(float32(c.Float)))
