@@ -49,7 +49,7 @@ type elemCase struct {
 
 func elemCases() []elemCase {
 	var cs []elemCase
-	bin := func(name string, f func(b *ir.Builder, x, y any) *ir.Value) func(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	bin := func(f func(b *ir.Builder, x, y any) *ir.Value) func(b *ir.Builder, x, y *ir.Value) *ir.Value {
 		return func(b *ir.Builder, x, y *ir.Value) *ir.Value { return f(b, x, y) }
 	}
 	for _, d := range []ir.DType{ir.I32, ir.I64} {
@@ -72,7 +72,7 @@ func elemCases() []elemCase {
 			{"shl", (*ir.Builder).Shl}, {"shr", (*ir.Builder).Shr}, {"shru", (*ir.Builder).ShrU},
 		}
 		for _, o := range ops {
-			cs = append(cs, elemCase{o.name, d, d, bin(o.name, o.f)})
+			cs = append(cs, elemCase{o.name, d, d, bin(o.f)})
 		}
 		for _, o := range []struct {
 			name string
@@ -113,7 +113,7 @@ func elemCases() []elemCase {
 	}{{"add", (*ir.Builder).Add}, {"sub", (*ir.Builder).Sub}, {"mul", (*ir.Builder).Mul}, {"div", (*ir.Builder).Div},
 		{"max", (*ir.Builder).Max}, {"min", (*ir.Builder).Min}}
 	for _, o := range f32ops {
-		cs = append(cs, elemCase{o.name, ir.F32, ir.F32, bin(o.name, o.f)})
+		cs = append(cs, elemCase{o.name, ir.F32, ir.F32, bin(o.f)})
 	}
 	for _, o := range []struct {
 		name string
