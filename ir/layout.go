@@ -329,39 +329,6 @@ func (l *Layout) LaneStride(d int) int {
 	panic("BUG: dim not in order")
 }
 
-// WaveIndexAlong is the index along base dim d of the wave of thread tid.
-func (l *Layout) WaveIndexAlong(tid, d int) int {
-	return l.ThreadCoords(tid)[d] / l.TPW[d]
-}
-
-// ReducedReg is the register of a reduction's result (the layout sliced at
-// base dim d) that register r folds into: r's register coordinates with the
-// one along d dropped. The interpreter and the emitter fold by it alike.
-func (l *Layout) ReducedReg(shape []int, r, d int) int {
-	g := l.geom(shape)
-	rc := l.RegCoords(shape, r)
-	idx, stride := 0, 1
-	for _, o := range l.Order {
-		if o == d {
-			continue
-		}
-		idx += rc[o] * stride
-		stride *= g.regs[o]
-	}
-	return idx
-}
-
-// OwnsExcept reports whether register r of thread tid holds the first copy
-// of its element along every base dim but d: one writer per wave along d.
-func (l *Layout) OwnsExcept(shape []int, tid, r, d int) bool {
-	for e := 0; e < l.Base(); e++ {
-		if e != d && !l.OwnsAlong(shape, tid, r, e) {
-			return false
-		}
-	}
-	return true
-}
-
 // Geometry exposes a layout applied to a shape, per base dim: the extent,
 // the elements per lane after clamping, the block's coverage, the registers
 // a lane holds, and the stride of that dim in register numbering.

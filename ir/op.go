@@ -391,15 +391,6 @@ func (o Op) Removable() bool {
 // InPhase reports whether the op may appear in phase p.
 func (o Op) InPhase(p Phase) bool { return o.info().phase&p != 0 }
 
-// Ops lists every op, in table order.
-func Ops() []Op {
-	var out []Op
-	for o := OpInvalid + 1; o < numOps; o++ {
-		out = append(out, o)
-	}
-	return out
-}
-
 // Arg is v's operand of role r (the first, for a repeated role), or nil.
 func (v *Value) Arg(r Role) *Value {
 	roles := v.Op.info().roles

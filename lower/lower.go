@@ -108,16 +108,6 @@ func PassNames() []string {
 	return n
 }
 
-// PassDoc is one line on what pass name does, or "".
-func PassDoc(name string) string {
-	for _, p := range passes {
-		if p.name == name {
-			return p.doc
-		}
-	}
-	return ""
-}
-
 // Run lowers f in place.
 func Run(f *ir.Func, cfg *Config) error {
 	if f.Phase != ir.PhaseTile {
