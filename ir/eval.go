@@ -57,138 +57,112 @@ func ConstBits(d DType, c ConstAttr) uint64 {
 	return uint64(c.Int)
 }
 
+// evalRule is what one elementwise op computes, per operand class: a
+// column is nil where the op does not apply (the verifier has refused such
+// a value before anything evaluates it).
+type evalRule struct {
+	f32  func(a, b float32) float32
+	i    func(a, b int64, bits uint) (int64, error) // wrapped to bits afterwards
+	bool func(a, b bool) bool
+	// Comparisons: false for any comparison with a NaN but ne.
+	cmpF32 func(a, b float32) bool
+	cmpI   func(a, b int64) bool
+	// One-operand ops: f32 bits to f32 bits, and signed integers.
+	f32Bits func(x uint32) uint32
+	iUnary  func(x int64) int64
+}
+
+func wrapping(f func(a, b int64) int64) func(a, b int64, _ uint) (int64, error) {
+	return func(a, b int64, _ uint) (int64, error) { return f(a, b), nil }
+}
+
+// shiftBy shifts by the amount modulo the width, as the back ends do.
+func shiftBy(f func(a int64, n uint, bits uint) int64) func(a, b int64, bits uint) (int64, error) {
+	return func(a, b int64, bits uint) (int64, error) { return f(a, uint(b)%bits, bits), nil }
+}
+
+func divRem(div bool) func(a, c int64, _ uint) (int64, error) {
+	return func(a, c int64, _ uint) (int64, error) {
+		switch {
+		case c == 0:
+			return 0, ErrDivZero
+		case c == -1 && div: // MinInt / -1 wraps, as the hardware does
+			return -a, nil
+		case c == -1:
+			return 0, nil
+		case div:
+			return a / c, nil
+		}
+		return a % c, nil
+	}
+}
+
+// evalRules is the table of what each elementwise op computes.
+var evalRules = [numOps]evalRule{
+	OpAdd: {f32: func(a, b float32) float32 { return a + b }, i: wrapping(func(a, b int64) int64 { return a + b })},
+	OpSub: {f32: func(a, b float32) float32 { return a - b }, i: wrapping(func(a, b int64) int64 { return a - b })},
+	OpMul: {f32: func(a, b float32) float32 { return a * b }, i: wrapping(func(a, b int64) int64 { return a * b })},
+	OpDiv: {f32: func(a, b float32) float32 { return a / b }, i: divRem(true)},
+	OpRem: {i: divRem(false)},
+	OpMax: {f32: MaxF32, i: wrapping(func(a, b int64) int64 { return max(a, b) })},
+	OpMin: {f32: MinF32, i: wrapping(func(a, b int64) int64 { return min(a, b) })},
+	OpAnd: {i: wrapping(func(a, b int64) int64 { return a & b }), bool: func(a, b bool) bool { return a && b }},
+	OpOr:  {i: wrapping(func(a, b int64) int64 { return a | b }), bool: func(a, b bool) bool { return a || b }},
+	OpXor: {i: wrapping(func(a, b int64) int64 { return a ^ b }), bool: func(a, b bool) bool { return a != b }},
+	OpShl: {i: shiftBy(func(a int64, n, _ uint) int64 { return a << n })},
+	OpShr: {i: shiftBy(func(a int64, n, _ uint) int64 { return a >> n })},
+	OpShrU: {i: shiftBy(func(a int64, n, bits uint) int64 {
+		return int64(uint64(a) & (^uint64(0) >> (64 - bits)) >> n)
+	})},
+	OpLt: {cmpF32: func(a, b float32) bool { return a < b }, cmpI: func(a, b int64) bool { return a < b }},
+	OpLe: {cmpF32: func(a, b float32) bool { return a <= b }, cmpI: func(a, b int64) bool { return a <= b }},
+	OpGt: {cmpF32: func(a, b float32) bool { return a > b }, cmpI: func(a, b int64) bool { return a > b }},
+	OpGe: {cmpF32: func(a, b float32) bool { return a >= b }, cmpI: func(a, b int64) bool { return a >= b }},
+	OpEq: {cmpF32: func(a, b float32) bool { return a == b }, cmpI: func(a, b int64) bool { return a == b },
+		bool: func(a, b bool) bool { return a == b }},
+	OpNe: {cmpF32: func(a, b float32) bool { return a != b }, cmpI: func(a, b int64) bool { return a != b },
+		bool: func(a, b bool) bool { return a != b }},
+	// The sign bit alone, as the back ends' abs and neg.
+	OpAbs: {f32Bits: func(x uint32) uint32 { return x &^ (1 << 31) }, iUnary: func(x int64) int64 { return max(x, -x) }},
+	OpNeg: {f32Bits: func(x uint32) uint32 { return x ^ (1 << 31) }, iUnary: func(x int64) int64 { return -x }},
+	OpRsqrt: {f32Bits: func(x uint32) uint32 {
+		return math.Float32bits(1 / float32(math.Sqrt(float64(math.Float32frombits(x)))))
+	}},
+	OpPow2Floor: {f32Bits: func(x uint32) uint32 { return math.Float32bits(Pow2Floor(math.Float32frombits(x))) }},
+}
+
 // EvalUnary computes a one-operand elementwise op; d is the operand's type
 // and to the result's.
 func EvalUnary(op Op, d, to DType, x uint64) uint64 {
-	switch op {
-	case OpCast:
+	r := &evalRules[op]
+	switch {
+	case op == OpCast:
 		return Cast(d, to, x)
-	case OpBitcast, OpAssume:
+	case op == OpBitcast || op == OpAssume:
 		return x
+	case d.K == KF32 && r.f32Bits != nil:
+		return uint64(r.f32Bits(uint32(x)))
+	case d.IsInt() && r.iUnary != nil:
+		return Trunc(d, r.iUnary(sext(d, x)))
 	}
-	if d.K == KF32 {
-		switch op {
-		case OpAbs:
-			return x &^ (1 << 31)
-		case OpNeg:
-			return x ^ (1 << 31)
-		case OpRsqrt:
-			return bitsF32(1 / float32(math.Sqrt(float64(f32(x)))))
-		case OpPow2Floor:
-			return bitsF32(Pow2Floor(f32(x)))
-		}
-	}
-	i := sext(d, x)
-	switch op {
-	case OpAbs:
-		if i < 0 {
-			i = -i
-		}
-	case OpNeg:
-		i = -i
-	default:
-		panic("BUG: unary " + op.Name() + " on " + d.String())
-	}
-	return Trunc(d, i)
-}
-
-// compare is a comparison op on ordered operands, as a bool's bits (false
-// for any comparison with a NaN but ne).
-func compare[T float32 | int64](op Op, a, c T) uint64 {
-	switch op {
-	case OpLt:
-		return b2u(a < c)
-	case OpLe:
-		return b2u(a <= c)
-	case OpGt:
-		return b2u(a > c)
-	case OpGe:
-		return b2u(a >= c)
-	case OpEq:
-		return b2u(a == c)
-	}
-	return b2u(a != c)
+	panic("BUG: unary " + op.Name() + " on " + d.String())
 }
 
 // EvalBinary computes a two-operand elementwise op on operands of type d.
 func EvalBinary(op Op, d DType, x, y uint64) (uint64, error) {
-	switch d.K {
-	case KF32:
-		a, c := f32(x), f32(y)
-		switch op {
-		case OpAdd:
-			return bitsF32(a + c), nil
-		case OpSub:
-			return bitsF32(a - c), nil
-		case OpMul:
-			return bitsF32(a * c), nil
-		case OpDiv:
-			return bitsF32(a / c), nil
-		case OpMax:
-			return bitsF32(MaxF32(a, c)), nil
-		case OpMin:
-			return bitsF32(MinF32(a, c)), nil
-		case OpLt, OpLe, OpGt, OpGe, OpEq, OpNe:
-			return compare(op, a, c), nil
-		}
-	case KBool:
-		switch op {
-		case OpAnd:
-			return x & y, nil
-		case OpOr:
-			return x | y, nil
-		case OpXor, OpNe:
-			return x ^ y, nil
-		case OpEq:
-			return b2u(x == y), nil
-		}
-	case KI32, KI64:
-		a, c := sext(d, x), sext(d, y)
-		bits := uint(d.Bits())
-		switch op {
-		case OpAdd:
-			return Trunc(d, a+c), nil
-		case OpSub:
-			return Trunc(d, a-c), nil
-		case OpMul:
-			return Trunc(d, a*c), nil
-		case OpDiv, OpRem:
-			if c == 0 {
-				return 0, ErrDivZero
-			}
-			if c == -1 { // MinInt / -1 wraps, as the hardware does
-				if op == OpDiv {
-					return Trunc(d, -a), nil
-				}
-				return 0, nil
-			}
-			if op == OpDiv {
-				return Trunc(d, a/c), nil
-			}
-			return Trunc(d, a%c), nil
-		case OpMax:
-			return Trunc(d, max(a, c)), nil
-		case OpMin:
-			return Trunc(d, min(a, c)), nil
-		case OpAnd:
-			return Trunc(d, a&c), nil
-		case OpOr:
-			return Trunc(d, a|c), nil
-		case OpXor:
-			return Trunc(d, a^c), nil
-		case OpShl:
-			return Trunc(d, a<<(uint(c)%bits)), nil
-		case OpShr:
-			return Trunc(d, a>>(uint(c)%bits)), nil
-		case OpShrU:
-			u := uint64(a)
-			if d.K == KI32 {
-				u = uint64(uint32(a))
-			}
-			return Trunc(d, int64(u>>(uint(c)%bits))), nil
-		case OpLt, OpLe, OpGt, OpGe, OpEq, OpNe:
-			return compare(op, a, c), nil
-		}
+	r := &evalRules[op]
+	switch {
+	case d.K == KF32 && r.cmpF32 != nil:
+		return b2u(r.cmpF32(f32(x), f32(y))), nil
+	case d.K == KF32 && r.f32 != nil:
+		return bitsF32(r.f32(f32(x), f32(y))), nil
+	case d.K == KBool && r.bool != nil:
+		return b2u(r.bool(x != 0, y != 0)), nil
+	case d.IsInt() && r.cmpI != nil:
+		return b2u(r.cmpI(sext(d, x), sext(d, y))), nil
+	case d.IsInt() && r.i != nil:
+		z, err := r.i(sext(d, x), sext(d, y), uint(d.Bits()))
+		return Trunc(d, z), err
 	}
 	panic(fmt.Sprintf("BUG: no %s on %v", op.Name(), d))
 }
