@@ -9,6 +9,8 @@ The manifest reader (fp8gen_torch.manifest) needs no torch; torch is
 imported when load() is first called.
 """
 
+__version__ = "0.1.0"
+
 from .manifest import (VERSION, ExprError, Expr, Manifest, ManifestError, ShapeError, evaluate,
                        load_manifest, parse)
 
