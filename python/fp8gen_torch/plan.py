@@ -270,7 +270,7 @@ class LaunchPlan:
         offsets, self.scratch_bytes, ms, self.fills = scratch_layout(m, checked.elems)
         self.scratch_offsets = offsets
         self.memsets = tuple((memsets[w], v, off, count, "memset of scratch " + name) for w, v, off, count, name in ms)
-        self.status = tuple((t.name, off, checked.elems[t.name], dtypes.get(t.name), t.status)
+        self.status = tuple((t.name, off, checked.elems[t.name] * t.itemsize, dtypes.get(t.name), t.status)
                             for t, off in zip(m.scratch, offsets) if t.status is not None)
         self.lock = threading.Lock()
 
@@ -362,7 +362,9 @@ class Runtime:
     def fill(self, scratch, off, nbytes, tensor):
         raise NotImplementedError
 
-    def read_words(self, scratch, off, count, dtype):
+    def read_words(self, scratch, off, nbytes, dtype):
+        """The values of the nbytes at off in the scratch buffer, as dtype
+        (a copy to the host: it waits for the kernels)."""
         raise NotImplementedError
 
 
@@ -421,6 +423,28 @@ class Launcher:
                                  % (self.manifest.op, t.name, tuple(x.shape), sizes_str(sizes), p.dims[t.name]))
         return p
 
+    def fake_outputs(self, tensors):
+        """What the registered operator's fake implementation returns, as
+        (dims, dtype) per output: the inputs checked as a real call checks
+        them (meta tensors allowed too), no plan made, nothing launched.
+
+        With concrete shapes (every size an int) the shape is held to the
+        export's class and each input's full shape, as a real call would.
+        With symbolic sizes (torch.compile's dynamic shapes: SymInts) an
+        output dimension that is a size alone stays symbolic; any other is
+        evaluated at the sizes' current values, which specializes them; the
+        real call checks the shape in full."""
+        sizes, _ = self.check(tensors, fake=True)
+        m = self.manifest
+        if all(type(v) is int for v in sizes.values()):
+            p = self.check_shapes(tensors, sizes)
+            dims = [p.dims[t.name] for t in m.outputs]
+        else:
+            concrete = {k: int(v) for k, v in sizes.items()}
+            dims = [tuple(sizes[d.plain_name] if d.plain_name else d.eval(concrete) for d in t.shape)
+                    for t in m.outputs]
+        return [(d, self.dtypes[t.name]) for d, t in zip(dims, m.outputs)]
+
     def plan(self, tensors, key=None):
         """The LaunchPlan for tensors (from the cache when key is in it)."""
         if key is not None:
@@ -444,9 +468,11 @@ class Launcher:
 
     # -- calling -----------------------------------------------------------
 
-    def call(self, args, check_status=True):
+    def call(self, args, check_status=True, fallback=None):
         """Run the export on args (its inputs, in the manifest's order);
-        the outputs as a tuple."""
+        the outputs as a tuple. Tensors of a type outside the runtime's
+        plain_types that pass the checks go to fallback(args, check_status)
+        where one is given, else are planned (not cached) and launched."""
         if len(args) != self.n_inputs:
             raise TypeError("%s takes %d inputs, got %d" % (self.manifest.op, self.n_inputs, len(args)))
         key = []
@@ -455,6 +481,8 @@ class Launcher:
         for x, dt in zip(args, self.in_dtypes):
             if type(x) not in plain or x.dtype is not dt or not x.is_cuda or not x.is_contiguous():
                 self.check(args)  # raises the error that names the input
+                if fallback is not None:
+                    return fallback(args, check_status)
                 lp = self.plan(args)  # a tensor subclass: planned, not cached
                 break
             push(x.shape)
@@ -514,9 +542,8 @@ class Launcher:
         self.rt.check(rc, "%s: %s" % (self.manifest.op, what))
 
     def _check_status(self, lp, scratch):
-        for name, off, count, dtype, how in lp.status:
-            # Reading the word copies it to the host: it waits for the kernels.
-            bad = [v for v in self.rt.read_words(scratch, off, count, dtype) if v != 0]
+        for name, off, nbytes, dtype, how in lp.status:
+            bad = [v for v in self.rt.read_words(scratch, off, nbytes, dtype) if v != 0]
             if bad:
                 raise StatusError("%s: at %s the kernels found bad input: status word %s = %s (%s); "
                                   "the outputs are not valid" % (self.manifest.op, sizes_str(lp.sizes), name, bad[0], how))

@@ -173,8 +173,8 @@ class FakeRuntime(pl.Runtime):
     def fill(self, scratch, off, nbytes, tensor):
         self.calls.append(("fill", scratch.data_ptr() + off, nbytes, tensor.name, tensor.init))
 
-    def read_words(self, scratch, off, count, dtype):
-        return self.words.get(off, [0] * count)
+    def read_words(self, scratch, off, nbytes, dtype):
+        return self.words.get(off, [0] * (nbytes // dtype.itemsize))
 
 
 def launcher(m, rt=None, **kw):
@@ -408,6 +408,45 @@ class CacheTest(unittest.TestCase):
         self.assertEqual(lp1[0].device, Device("cuda", 1))
         # The launch on device 1 passes device 1's function handle.
         self.assertEqual(lp1[0].kernels[0][0].value, 0x2000)
+
+    def test_second_call_does_no_manifest_work(self):
+        """A call at a shape seen before: no size inference, no shape check,
+        no expression evaluated, no plan built, no kernels looked up; only
+        the allocations, the pointer writes and the driver calls."""
+        m = toy_scratch(("amax", "f32", ["1"], 0))
+        ln, rt = launcher(m)
+        counts = {}
+
+        def counting(owner, name):
+            inner = getattr(owner, name)
+
+            def f(*a, **kw):
+                counts[name] = counts.get(name, 0) + 1
+                return inner(*a, **kw)
+            return inner, f
+
+        patched = [(owner, name) + counting(owner, name) for owner, name in [
+            (mf.Manifest, "check"), (mf.Manifest, "dims_at"), (mf.Manifest, "grid_at"), (mf.Expr, "eval"),
+            (pl, "infer_sizes"), (pl, "check_plan"), (pl, "LaunchPlan"), (pl, "scratch_layout"),
+            (pl.Launcher, "check"), (pl.Launcher, "check_shapes"), (pl.Launcher, "plan")]]
+        for owner, name, _, f in patched:
+            setattr(owner, name, f)
+        try:
+            ln.call(inputs_at(m, {"M": 16}))
+            for name in ("check", "eval", "infer_sizes", "check_plan", "LaunchPlan", "plan"):
+                self.assertGreater(counts.get(name, 0), 0, "the first call did not reach %s" % name)
+            loads = rt.loads
+            calls = [inputs_at(m, {"M": 16}) for _ in range(3)]  # new tensors, new pointers
+            counts.clear()
+            rt.calls.clear()
+            for xs in calls:
+                ln.call(xs)
+            self.assertEqual(counts, {}, "a call at a planned shape did manifest work")
+            self.assertEqual(rt.loads, loads)
+            self.assertEqual([c[0] for c in rt.calls], ["memset", "launch", "launch"] * 3)
+        finally:
+            for owner, name, inner, _ in patched:
+                setattr(owner, name, inner)
 
     def test_errors_name_the_input_and_are_not_cached(self):
         m = toy()
