@@ -34,6 +34,36 @@ class Pairing:
     def __repr__(self):
         return "<Pairing %s / %s>" % (self.fwd.op, self.bwd.op)
 
+    def saved(self, inputs, outputs):
+        """What a forward call saves for its backward, in order: the saved
+        inputs, then the saved outputs."""
+        return [inputs[i] for i in self.saved_inputs] + [outputs[j] for j in self.saved_outputs]
+
+    def backward_args(self, saved, grads, grad_arg):
+        """The backward export's inputs, in its manifest's order, from what
+        the forward saved (saved(), in its order) and the gradients of the
+        forward's outputs (grads, one per output, None where autograd gave
+        none): grad_arg(j, g, t) makes the argument of output j's gradient
+        g for backward input t (converting, or making zeros for None)."""
+        ns = len(self.saved_inputs)
+        by_input = dict(zip(self.saved_inputs, saved[:ns]))
+        by_output = dict(zip(self.saved_outputs, saved[ns:]))
+        args = []
+        for (kind, i), t in zip(self.bwd_inputs, self.bwd.inputs):
+            if kind == "input":
+                args.append(by_input[i])
+            elif kind == "output":
+                args.append(by_output[i])
+            else:
+                args.append(grad_arg(i, grads[i], t))
+        return args
+
+    def input_gradients(self, results, needs):
+        """Per forward input, its gradient from the backward's results
+        (outputs in its manifest's order), or None: no gradient output, or
+        needs[i] false."""
+        return [None if k is None or not needs[i] else results[k] for i, k in enumerate(self.input_grads)]
+
 
 def _grad_names(name):
     return ("d" + name, "d_" + name)

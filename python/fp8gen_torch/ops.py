@@ -218,10 +218,9 @@ def _register(op):
 
 def _save(ctx, op, inputs, outputs):
     """Save what the backward export reads of the forward's tensors
-    (Pairing.saved_inputs, saved_outputs) and the outputs' shapes (a
-    gradient autograd leaves undefined is zeros of that shape)."""
-    p = op.pairing
-    ctx.save_for_backward(*([inputs[i] for i in p.saved_inputs] + [outputs[j] for j in p.saved_outputs]))
+    (Pairing.saved) and the outputs' shapes (a gradient autograd leaves
+    undefined is zeros of that shape)."""
+    ctx.save_for_backward(*op.pairing.saved(inputs, outputs))
     ctx.fp8gen_out_shapes = tuple(o.shape for o in outputs)
 
 
@@ -234,36 +233,21 @@ def _backward(op, ctx, grads, needs, call_bwd):
     if not any(needs[i] for i in p.differentiable):
         return (None,) * len(p.input_grads)
     saved = ctx.saved_tensors
-    ns = len(p.saved_inputs)
-    by_input = dict(zip(p.saved_inputs, saved[:ns]))
-    by_output = dict(zip(p.saved_outputs, saved[ns:]))
-    args = []
-    for (kind, i), t in zip(p.bwd_inputs, bwd.manifest.inputs):
-        if kind == "input":
-            args.append(by_input[i])
-        elif kind == "output":
-            args.append(by_output[i])
-        else:
-            g = grads[i]
-            want = bwd.dtypes[t.name]
-            if g is None:
-                ref = saved[0] if saved else None
-                g = torch.zeros(ctx.fp8gen_out_shapes[i], dtype=want, device=ref.device if ref is not None else None)
-            if g.dtype != want:
-                g = g.to(want)
-            if not g.is_contiguous():
-                g = g.contiguous()  # an expanded gradient (of a sum, say): the kernels read row-major
-            args.append(g)
-    res = call_bwd(args)
-    out = []
-    for i, k in enumerate(p.input_grads):
-        if k is None or not needs[i]:
-            out.append(None)
-            continue
-        g = res[k]
-        want = op.in_dtypes[i]
-        out.append(g if g.dtype == want else g.to(want))
-    return tuple(out)
+    device = saved[0].device if saved else None
+
+    def grad_arg(j, g, t):
+        want = bwd.dtypes[t.name]
+        if g is None:
+            return torch.zeros(ctx.fp8gen_out_shapes[j], dtype=want, device=device)
+        if g.dtype != want:
+            g = g.to(want)
+        if not g.is_contiguous():
+            g = g.contiguous()  # an expanded gradient (of a sum, say): the kernels read row-major
+        return g
+
+    res = call_bwd(p.backward_args(saved, grads, grad_arg))
+    out = p.input_gradients(res, needs)
+    return tuple(g if g is None or g.dtype == want else g.to(want) for g, want in zip(out, op.in_dtypes))
 
 
 class _EagerGrad(torch.autograd.Function):

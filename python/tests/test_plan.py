@@ -3,7 +3,9 @@ kernel arguments and the scratch memsets, run on stand-ins for tensors and
 for the driver (fp8gen_torch.plan's Runtime).
 
 Every export under $FP8GEN_EXPORTS (default /work/exports-sample) is also
-run through it at its own shape; the synthetic manifests below need none.
+run through it at its own shape; the synthetic manifests below need none,
+and the tests of real ops' manifests fall back on the sm_90 manifests in
+tests/data (fp8gen export at the ops' example shapes) where it holds none.
 """
 
 import ctypes
@@ -23,6 +25,7 @@ from fp8gen_torch import plan as pl  # noqa: E402
 from fp8gen_torch.manifest import ShapeError  # noqa: E402
 
 EXPORTS = os.environ.get("FP8GEN_EXPORTS", "/work/exports-sample")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
 # ---------------------------------------------------------------------------
@@ -229,6 +232,16 @@ def toy_scratch(*scratch):
          "dynamic_lds_bytes": 0, "static_lds_bytes": 0}
     k2 = dict(k, name="k2", symbol="k2_0123abcd", dependent_launch=True)
     return toy(tensors=tensors, kernels=[k, k2])
+
+
+def real_manifest(op):
+    """The manifest of an export of op under EXPORTS (its folder named op
+    or op-…), else tests/data's sm_90 one."""
+    d = [p for p in export_dirs() if os.path.basename(p) == op or os.path.basename(p).startswith(op + "-")]
+    if d:
+        return mf.load_manifest(d[0])
+    with open(os.path.join(DATA, op + ".sm_90.json")) as f:
+        return mf.parse(f.read())
 
 
 def export_dirs():
@@ -490,10 +503,7 @@ class CacheTest(unittest.TestCase):
         self.assertEqual(len(ln.plans), 0)
 
     def test_shape_class_errors(self):
-        d = [p for p in export_dirs() if os.path.basename(p).startswith("rowwise_cast")]
-        if not d:
-            self.skipTest("no rowwise_cast export under %s" % EXPORTS)
-        m = mf.load_manifest(d[0])
+        m = real_manifest("rowwise_cast")
         ln, rt = launcher(m)
         k = m.shape["K"]
         mult = {s.name: s.multiple_of for s in m.sizes}
@@ -576,10 +586,7 @@ class ThreadsTest(unittest.TestCase):
 
 class InferSizesTest(unittest.TestCase):
     def test_sizes_no_input_gives_alone(self):
-        d = [p for p in export_dirs() if os.path.basename(p).startswith("qk_norm_rope-")]
-        if not d:
-            self.skipTest("no qk_norm_rope export under %s" % EXPORTS)
-        m = mf.load_manifest(d[0])
+        m = real_manifest("qk_norm_rope")
         shapes = [m.dims_at(t, m.shape) for t in m.inputs]
         given, fixed = pl.fixed_sizes(m)
         self.assertEqual((given, fixed), ({}, {n: m.shape[n] for n in ("HQ", "HKV")}))
@@ -598,6 +605,68 @@ class InferSizesTest(unittest.TestCase):
             pl.infer_sizes(m, bad, fixed)
         with self.assertRaisesRegex(ShapeError, "size B is %d by .* but 3 by load\\(sizes=\\)" % m.shape["B"]):
             pl.infer_sizes(m, shapes, fixed, {"B": 3})
+
+
+class Sym(int):
+    """A stand-in for a SymInt: an int the fake path must not take for a
+    concrete size (type(v) is not int)."""
+
+
+class FakeOutputsTest(unittest.TestCase):
+    """The registered operator's fake implementation (ops.Op._fake) makes
+    empty tensors of Launcher.fake_outputs's dims and dtypes: shapes from
+    the manifest, no plan, no GPU work."""
+
+    def test_concrete_shapes(self):
+        m = real_manifest("qk_norm_rope")
+        ln, rt = launcher(m)
+        xs = inputs_at(m, m.shape)
+        got = ln.fake_outputs(xs)
+        self.assertEqual(got, [(m.dims_at(t, m.shape), DTYPES[t.dtype]) for t in m.outputs])
+        b, s, hq, hkv, d = (m.shape[n] for n in ("B", "S", "HQ", "HKV", "D"))
+        self.assertEqual([g[0] for g in got], [(b, s, hq, d), (b, s, hkv, d), (b, s, hkv, d)])
+        self.assertEqual((len(ln.plans), rt.loads, rt.calls), (0, 0, []), "the fake planned, loaded or launched")
+        # Meta tensors (shape propagation by hand) are taken; CPU ones are not.
+        meta = [Tensor(x.shape, x.dtype, Device("meta", None)) for x in xs]
+        self.assertEqual(ln.fake_outputs(meta), got)
+        with self.assertRaisesRegex(pl.InputError, "want a CUDA/ROCm device"):
+            ln.fake_outputs([Tensor(x.shape, x.dtype, Device("cpu", None)) for x in xs])
+
+    def test_concrete_shapes_are_held_to_the_class(self):
+        m = real_manifest("rowwise_cast")
+        ln, _ = launcher(m)
+        k = m.shape["K"]
+        with self.assertRaisesRegex(ShapeError, "size K=%d: this build is compiled for multiples" % (k + 1)):
+            ln.fake_outputs(inputs_at(m, dict(m.shape, K=k + 1)))
+        with self.assertRaisesRegex(TypeError, "input x is fake.f32; want fake.bf16"):
+            ln.fake_outputs([Tensor((8, k), DTYPES["f32"], Device("cuda", 0))])
+
+    def test_symbolic_sizes(self):
+        m = real_manifest("qk_norm_rope")
+        ln, _ = launcher(m)
+        sizes = dict(m.shape)
+        xs = inputs_at(m, sizes)
+        b, s = Sym(sizes["B"]), Sym(sizes["S"])
+        # qkv [B, S, (HQ + 2 * HKV) * D], cos and sin [S, D]: B and S symbolic.
+        sym = []
+        for t, x in zip(m.inputs, xs):
+            shape = tuple(b if d.plain_name == "B" else s if d.plain_name == "S" else v for d, v in zip(t.shape, x.shape))
+            sym.append(Tensor(shape, x.dtype, x.device))
+        got = ln.fake_outputs(sym)
+        for (dims, dt), t in zip(got, m.outputs):
+            self.assertIs(dims[0], b, "a dimension that is a size alone stays symbolic")
+            self.assertIs(dims[1], s)
+            self.assertEqual(dims, m.dims_at(t, sizes))
+            self.assertIs(type(dims[2]), int)
+
+    def test_symbolic_size_in_an_expression(self):
+        m = real_manifest("tensorwise_cast")
+        ln, _ = launcher(m)
+        xs = inputs_at(m, m.shape)
+        sym = [Tensor((Sym(x.shape[0]), Sym(x.shape[1])), x.dtype, x.device) for x in xs]
+        got = ln.fake_outputs(sym)
+        self.assertEqual([g[0] for g in got], [m.dims_at(t, m.shape) for t in m.outputs])
+        self.assertIs(type(got[1][0][0]), int, "inv_scale[1]: evaluated")
 
 
 if __name__ == "__main__":
