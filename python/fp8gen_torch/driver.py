@@ -1,7 +1,8 @@
 """The GPU side of the loader: the device's target name, code objects (the
-export's, or JIT-compiled from its source), and kernel launches through the
-vendor's driver API with ctypes — libcuda.so.1 on NVIDIA, libamdhip64.so on
-ROCm — on torch's current stream.
+export's, or JIT-compiled from its source), and the vendor's driver API
+with ctypes — libcuda.so.1 on NVIDIA, libamdhip64.so on ROCm: module
+loading, and the launch and memset functions a launch plan (plan.py) calls
+on torch's current stream.
 
 Only ops.py imports this module, and only once a loaded op runs; nothing
 here is needed to read or check a manifest.
@@ -18,6 +19,7 @@ import threading
 import torch
 
 from .manifest import ShapeError
+from .plan import pack_args  # noqa: F401  (kernelParams the plain way; plan.LaunchPlan packs once)
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024  # above this, CUDA wants an opt-in
@@ -82,6 +84,10 @@ class _Cuda:
     device's primary context)."""
 
     vendor = "nvidia"
+    # CUDA_ERROR_INVALID_CONTEXT: the thread had no context (or another)
+    # current; nothing was issued, so the call is issued again inside the
+    # device's primary context.
+    retry_codes = (201,)
 
     def __init__(self):
         self.lib, self.path = _dlopen(["libcuda.so.1", "libcuda.so"])
@@ -96,6 +102,9 @@ class _Cuda:
             "cuModuleGetFunction": [_c.POINTER(_vp), _vp, _c.c_char_p],
             "cuFuncSetAttribute": [_vp, _c.c_int, _c.c_int],
             "cuLaunchKernel": [_vp, _ui, _ui, _ui, _ui, _ui, _ui, _ui, _vp, _c.POINTER(_vp), _c.POINTER(_vp)],
+            "cuMemsetD8Async": [_c.c_uint64, _c.c_ubyte, _c.c_size_t, _vp],
+            "cuMemsetD16Async": [_c.c_uint64, _c.c_ushort, _c.c_size_t, _vp],
+            "cuMemsetD32Async": [_c.c_uint64, _ui, _c.c_size_t, _vp],
             "cuGetErrorName": [_c.c_int, _c.POINTER(_c.c_char_p)],
             "cuGetErrorString": [_c.c_int, _c.POINTER(_c.c_char_p)],
         }
@@ -104,6 +113,10 @@ class _Cuda:
             f.argtypes, f.restype = args, _c.c_int
         self.check(L.cuInit(0), "cuInit")
         self._ctx = {}  # device index -> its retained primary context
+        # What a launch plan calls: the driver's own functions, with their
+        # argument types set once (plan.LaunchPlan.run).
+        self.launch_fn = L.cuLaunchKernel
+        self.memset_fns = {1: L.cuMemsetD8Async, 2: L.cuMemsetD16Async, 4: L.cuMemsetD32Async}
 
     def check(self, rc, what):
         if rc == 0:
@@ -158,15 +171,15 @@ class _Cuda:
             self.check(self.lib.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
                        "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %d)" % (symbol, nbytes))
 
-    def launch(self, fn, grid, block, shared, stream, params, symbol):
-        self.check(self.lib.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                           shared, _vp(stream), params, None), "cuLaunchKernel(%s)" % symbol)
+    def check_grid(self, grid, block, symbol):
+        pass
 
 
 class _Hip:
     """libamdhip64: HIP's module API, on the device torch has current."""
 
     vendor = "amd"
+    retry_codes = ()  # HIP launches on the current device; the caller makes it the tensors'
 
     def __init__(self):
         names = ["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"]
@@ -184,6 +197,9 @@ class _Hip:
             "hipModuleLoadData": [_c.POINTER(_vp), _vp],
             "hipModuleGetFunction": [_c.POINTER(_vp), _vp, _c.c_char_p],
             "hipModuleLaunchKernel": [_vp, _ui, _ui, _ui, _ui, _ui, _ui, _ui, _vp, _c.POINTER(_vp), _c.POINTER(_vp)],
+            "hipMemsetD8Async": [_vp, _c.c_ubyte, _c.c_size_t, _vp],
+            "hipMemsetD16Async": [_vp, _c.c_ushort, _c.c_size_t, _vp],
+            "hipMemsetD32Async": [_vp, _ui, _c.c_size_t, _vp],  # int in hip's header: the same 32 bits
         }
         for name, args in sig.items():
             f = getattr(L, name)
@@ -191,6 +207,8 @@ class _Hip:
         L.hipGetErrorString.argtypes, L.hipGetErrorString.restype = [_c.c_int], _c.c_char_p
         L.hipGetErrorName.argtypes, L.hipGetErrorName.restype = [_c.c_int], _c.c_char_p
         self.check(L.hipInit(0), "hipInit")
+        self.launch_fn = L.hipModuleLaunchKernel
+        self.memset_fns = {1: L.hipMemsetD8Async, 2: L.hipMemsetD16Async, 4: L.hipMemsetD32Async}
 
     def check(self, rc, what):
         if rc == 0:
@@ -224,14 +242,12 @@ class _Hip:
     def allow_dynamic_shared(self, fn, nbytes, symbol):
         pass  # AMD has no opt-in for module kernels, and needs none
 
-    def launch(self, fn, grid, block, shared, stream, params, symbol):
+    def check_grid(self, grid, block, symbol):
         # HIP refuses a launch whose work items along an axis reach 2^32.
         for g, b in zip(grid, block):
             if g * b >= 1 << 32:
                 raise ShapeError("kernel %s: grid %s of blocks %s: %d work items along an axis; HIP takes fewer than 2^32"
                                  % (symbol, grid, block, g * b))
-        self.check(self.lib.hipModuleLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                                  shared, _vp(stream), params, None), "hipModuleLaunchKernel(%s)" % symbol)
 
 
 _driver = None
@@ -245,17 +261,6 @@ def driver():
         if _driver is None:
             _driver = _Hip() if vendor() == "amd" else _Cuda()
         return _driver
-
-
-def pack_args(values):
-    """kernelParams for a launch: an array holding a pointer to each
-    argument's value. values are ctypes objects (c_void_p for a tensor's
-    data pointer, c_int32 / c_int64 for a size); the caller keeps them
-    alive until the launch returns (the driver copies them then)."""
-    arr = (_vp * max(len(values), 1))()
-    for i, v in enumerate(values):
-        arr[i] = _c.cast(_c.pointer(v), _vp)
-    return arr
 
 
 # ---------------------------------------------------------------------------

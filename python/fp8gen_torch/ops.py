@@ -3,12 +3,23 @@
 load(dir) reads the export, and registers it as the custom operator
 fp8gen::<op>_<hash> (torch.library.custom_op, with a fake implementation
 from the manifest's shape expressions, so torch.compile(fullgraph=True)
-traces through it). Calling the op checks the inputs, holds the shape to
-the export's class, allocates the outputs and the scratch, and launches the
-kernels in order on torch's current stream.
+traces through it). load(dir, backward=bwd_dir) pairs a forward with its
+backward export (grad.py): the operator then has an autograd formula
+(register_autograd) that saves what the backward reads and calls the
+backward's operator.
+
+Calling an Op in eager mode launches directly, without the dispatcher: the
+inputs are checked, the launch plan for their shapes and device is taken
+from the cache (plan.py: made once per shape), the outputs and scratch are
+allocated, and the kernels are launched on torch's current stream. Where
+autograd needs a record (an input of a paired op requires grad) the call
+goes through a torch.autograd.Function around that same path. Under
+torch.compile, a dispatch mode (FakeTensorMode, a FlopCounter, make_fx),
+torch.jit tracing, the profiler, a functorch transform (vmap, grad), or
+with tensor subclasses, the call goes
+through the registered operator instead, which runs the same launcher.
 """
 
-import ctypes
 import hashlib
 import json
 import keyword
@@ -16,9 +27,12 @@ import os
 import threading
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import driver as drv
-from .manifest import INT32_MAX, INT64_MAX, ManifestError, ShapeError, load_manifest
+from . import grad as _grad
+from .manifest import ManifestError, load_manifest
+from .plan import InputError, Launcher, Runtime, StatusError  # noqa: F401 (InputError, StatusError: the API)
 
 # The manifest's dtype names as torch dtypes (attribute names: older torch
 # builds lack the fnuz formats, and only ops that use one need it).
@@ -29,14 +43,6 @@ TORCH_DTYPES = {
 }
 
 
-class InputError(ValueError):
-    """A call's tensors do not fit the manifest (device, layout)."""
-
-
-class StatusError(RuntimeError):
-    """The kernels found bad input on the device and set a status word."""
-
-
 def torch_dtype(name):
     dt = getattr(torch, TORCH_DTYPES[name], None)
     if dt is None:
@@ -44,6 +50,96 @@ def torch_dtype(name):
                             % (name, TORCH_DTYPES[name], torch.__version__))
     return dt
 
+
+# ---------------------------------------------------------------------------
+# When a call takes the direct path
+
+def _false():
+    return False
+
+
+# Dynamo folds torch.compiler.is_compiling() to True while it traces; in
+# eager mode it is False.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _false
+_grad_enabled = torch.is_grad_enabled
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None) or _false
+_tracing = getattr(torch._C, "_get_tracing_state", None) or _false
+_profiling = getattr(torch.autograd, "_profiler_enabled", None) or _false
+# vmap, grad and the other functorch transforms wrap tensors the launcher
+# cannot read the data pointers of: those calls take the operator.
+_transforms = getattr(torch._C, "_are_functorch_transforms_active", None) or _false
+
+
+class TorchRuntime(Runtime):
+    """The Runtime of plan.Launcher on torch and the vendor's driver. What a
+    call at a planned shape uses is bound here once: torch.empty, torch's
+    current device and raw current stream (C functions, no Stream object),
+    the driver's launch and memset functions. The driver is opened when the
+    first plan is made."""
+
+    device_types = ("cuda",)
+
+    def __init__(self, functions):
+        self.plain_types = frozenset([torch.Tensor, torch.nn.Parameter])
+        self.tensor_type = torch.Tensor
+        self.u8 = torch.uint8
+        self.empty = torch.empty
+        self.current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.raw_stream = raw or (lambda index: torch.cuda.current_stream(index).cuda_stream)
+        self.functions = functions
+        self._devices = {}
+
+    @property
+    def launch(self):
+        return drv.driver().launch_fn
+
+    @property
+    def memsets(self):
+        return drv.driver().memset_fns
+
+    @property
+    def retry_codes(self):
+        return drv.driver().retry_codes
+
+    def device(self, index):
+        d = self._devices.get(index)
+        if d is None:
+            d = self._devices[index] = torch.device("cuda", index)
+        return d
+
+    def guard(self, index):
+        return torch.cuda.device(index)
+
+    def enter(self, index):
+        return drv.driver().enter(index)
+
+    def leave(self, prev):
+        drv.driver().leave(prev)
+
+    def check(self, rc, what):
+        drv.driver().check(rc, what)
+
+    def check_grid(self, grid, block, symbol):
+        drv.driver().check_grid(grid, block, symbol)
+
+    def fill(self, scratch, off, nbytes, t):
+        # An init no memset writes (an FP8 value but zero, say).
+        dt = torch_dtype(t.dtype)
+        view = scratch[off:off + nbytes].view(dt)
+        if t.dtype in ("i32", "i64"):
+            view.fill_(int(t.init))
+        elif t.dtype in ("f32", "bf16"):
+            view.fill_(float(t.init))
+        else:  # fp8: fill in f32 and convert (fill_ may not take fp8)
+            view.copy_(torch.full(view.shape, float(t.init), dtype=torch.float32, device=scratch.device).to(dt))
+
+    def read_words(self, scratch, off, nbytes, dtype):
+        return scratch[off:off + nbytes].view(dtype).tolist()
+
+
+# ---------------------------------------------------------------------------
+# Registration
 
 # Registered operators by qualified name, and the Op each one runs: a name
 # is defined once per process; loading the same variant again reuses it
@@ -54,15 +150,19 @@ _IMPLS = {}
 _REG_LOCK = threading.Lock()
 
 
-def _variant_name(m):
+def _variant_key(m):
+    return [m.op, m.target.name, [k.symbol for k in m.kernels],
+            [[t.name, t.role, t.dtype, [d.src for d in t.shape]] for t in m.tensors], m.source.sha256]
+
+
+def _variant_name(m, backward=None):
     """<op>_<hash>: the hash covers what makes the variant — the target,
     the kernels' symbols (which carry a hash of their code), the tensors'
-    roles, dtypes and shapes, the source — so different exports never share
-    an operator and the same one always gets the same name."""
-    key = json.dumps([m.op, m.target.name, [k.symbol for k in m.kernels],
-                      [[t.name, t.role, t.dtype, [d.src for d in t.shape]] for t in m.tensors],
-                      m.source.sha256], separators=(",", ":"))
-    return "%s_%s" % (m.op, hashlib.sha256(key.encode()).hexdigest()[:16])
+    roles, dtypes and shapes, the source, and for a paired op its
+    backward's — so different exports never share an operator and the same
+    one always gets the same name."""
+    key = _variant_key(m) + ([_variant_key(backward)] if backward is not None else [])
+    return "%s_%s" % (m.op, hashlib.sha256(json.dumps(key, separators=(",", ":")).encode()).hexdigest()[:16])
 
 
 def _schema(m):
@@ -74,14 +174,20 @@ def _schema(m):
     return "(%s) -> %s" % (ins, outs)
 
 
+def _as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
 def _register(op):
-    name = _variant_name(op.manifest)
+    name = _variant_name(op.manifest, op.backward.manifest if op.backward is not None else None)
     qual = "fp8gen::" + name
+    single = len(op.manifest.outputs) == 1
     with _REG_LOCK:
         _IMPLS[qual] = op
         if qual not in _DEFS:
             def impl(*args):
-                return _IMPLS[qual]._run(args[:-1], check_status=args[-1])
+                outs = _IMPLS[qual]._launcher.call(args[:-1], args[-1])
+                return outs[0] if single else outs
 
             def fake(*args):
                 return _IMPLS[qual]._fake(args[:-1])
@@ -89,8 +195,82 @@ def _register(op):
             impl.__name__ = fake.__name__ = name
             d = torch.library.custom_op(qual, impl, mutates_args=(), schema=_schema(op.manifest))
             d.register_fake(fake)
+            if op.backward is not None:
+                def setup_context(ctx, inputs, output):
+                    _save(ctx, _IMPLS[qual], inputs[:-1], _as_tuple(output))
+                    ctx.fp8gen_check_status = inputs[-1]
+
+                def backward(ctx, *grads):
+                    o = _IMPLS[qual]
+                    bwd = o.backward._overload
+                    check = ctx.fp8gen_check_status
+                    n = len(o.manifest.inputs)
+                    return _backward(o, ctx, grads, ctx.needs_input_grad[:n],
+                                     lambda args: _as_tuple(bwd(*args, check))) + (None,)
+
+                d.register_autograd(backward, setup_context=setup_context)
             _DEFS[qual] = d
     return qual, getattr(torch.ops.fp8gen, name).default
+
+
+# ---------------------------------------------------------------------------
+# Autograd: what the forward saves, and the backward's call
+
+def _save(ctx, op, inputs, outputs):
+    """Save what the backward export reads of the forward's tensors
+    (Pairing.saved) and the outputs' shapes (a gradient autograd leaves
+    undefined is zeros of that shape)."""
+    ctx.save_for_backward(*op.pairing.saved(inputs, outputs))
+    ctx.fp8gen_out_shapes = tuple(o.shape for o in outputs)
+
+
+def _backward(op, ctx, grads, needs, call_bwd):
+    """The forward inputs' gradients: the backward export's inputs put
+    together from the saved tensors and the outputs' gradients (made
+    contiguous, in the backward's dtype), its outputs cast to the inputs'
+    dtypes; None where no gradient is needed or the op gives none."""
+    p, bwd = op.pairing, op.backward
+    if not any(needs[i] for i in p.differentiable):
+        return (None,) * len(p.input_grads)
+    saved = ctx.saved_tensors
+    device = saved[0].device if saved else None
+
+    def grad_arg(j, g, t):
+        want = bwd.dtypes[t.name]
+        if g is None:
+            return torch.zeros(ctx.fp8gen_out_shapes[j], dtype=want, device=device)
+        if g.dtype != want:
+            g = g.to(want)
+        if not g.is_contiguous():
+            g = g.contiguous()  # an expanded gradient (of a sum, say): the kernels read row-major
+        return g
+
+    res = call_bwd(p.backward_args(saved, grads, grad_arg))
+    out = p.input_gradients(res, needs)
+    return tuple(g if g is None or g.dtype == want else g.to(want) for g, want in zip(out, op.in_dtypes))
+
+
+class _EagerGrad(torch.autograd.Function):
+    """A paired op in eager mode with an input that requires grad: the
+    launcher's path forward and backward, recorded for autograd."""
+
+    @staticmethod
+    def forward(ctx, op, *args):
+        outs = op._launcher.call(args, op.check_status)
+        _save(ctx, op, args, outs)
+        ctx.fp8gen_op = op
+        return outs
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, *grads):
+        op = ctx.fp8gen_op
+        bwd = op.backward._launcher.call
+        check = op.check_status
+        return (None,) + _backward(op, ctx, grads, ctx.needs_input_grad[1:], lambda args: bwd(args, check))
+
+
+# ---------------------------------------------------------------------------
 
 
 class Op:
@@ -98,48 +278,74 @@ class Op:
     manifest's order or by name; it returns the outputs as a tuple in the
     manifest's order (call_dict: a dict by name).
 
-    Every call checks each input's dtype, device (CUDA/ROCm, all on one),
-    contiguity and shape; infers the sizes from the dimensions that are a
-    size alone; holds them to the export's class (Manifest.check). With
+    Every call checks each input's dtype, device (CUDA/ROCm, all on one) and
+    contiguity. At a shape not seen before it infers the sizes from the
+    dimensions that are a size alone, holds them to the export's class
+    (Manifest.check) and each input's full shape to them, and keeps the
+    launch plan; a shape seen before takes it from the cache. With
     check_status (the default), an op with a status word reads it after the
     kernels: that synchronizes the stream, and a nonzero word raises
     StatusError. Pass check_status=False to keep the call asynchronous (and
     capturable in a CUDA graph), at the price of not hearing of bad input.
+
+    With backward (an Op of the backward export), the op is differentiable
+    in the inputs the backward gives gradients of: eager calls record a
+    torch.autograd.Function, and the registered operator has an autograd
+    formula, which torch.compile traces.
     """
 
-    def __init__(self, manifest, check_status=True, sizes=None):
+    def __init__(self, manifest, check_status=True, sizes=None, backward=None):
         m = self.manifest = manifest
         if not m.inputs:
             raise ManifestError("%s: no input tensors: nothing to infer the sizes from" % m.op)
         self.name = m.op
         self.check_status = check_status
-        inferable = {d.plain_name for t in m.inputs for d in t.shape if d.plain_name}
-        sizes = dict(sizes or {})
-        for n, v in sizes.items():
-            if n not in m.size_names:
-                raise ShapeError("%s: load(sizes=): %r is no size of the op (its sizes: %s)"
-                                 % (m.op, n, ", ".join(m.size_names)))
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ShapeError("%s: load(sizes=): %s=%r must be an int >= 1" % (m.op, n, v))
-        self.fixed_sizes = {n: m.shape[n] for n in m.size_names if n not in inferable and n in m.shape}
-        self.fixed_sizes.update(sizes)
-        self.given_sizes = sizes
         self.input_names = [t.name for t in m.inputs]
         self.output_names = [t.name for t in m.outputs]
         self.dtypes = {t.name: torch_dtype(t.dtype) for t in m.tensors}
-        self._plans = {}
+        self.in_dtypes = tuple(self.dtypes[n] for n in self.input_names)
         self._modules = {}  # device index -> (module, [function per kernel])
         self._lock = threading.Lock()
+        self._launcher = Launcher(m, self.dtypes, TorchRuntime(self._kernels), sizes)
+        self.given_sizes, self.fixed_sizes = self._launcher.given_sizes, self._launcher.fixed_sizes
+        self._call = self._launcher.call
+        self._n_in = len(m.inputs)
+        self.backward = backward
+        self.pairing = _grad.pair(m, backward.manifest) if backward is not None else None
+        self._grad_inputs = self.pairing.differentiable if self.pairing is not None else ()
         self.qualname, self._overload = _register(self)
 
     def __repr__(self):
         return "<fp8gen op %s for %s (%s)>" % (self.name, self.manifest.target.name, self.qualname)
 
+    @property
+    def plans(self):
+        """The cached launch plans, by (shape, device index) of each input."""
+        return self._launcher.plans
+
     # -- calling -----------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        out = self._overload(*self._bind(args, kwargs), self.check_status)
-        return out if isinstance(out, tuple) else (out,)
+        if kwargs or len(args) != self._n_in:
+            args = self._bind(args, kwargs)
+        if _is_compiling():
+            return _as_tuple(self._overload(*args, self.check_status))
+        if self._grad_inputs and _grad_enabled():
+            try:
+                if any(args[i].requires_grad for i in self._grad_inputs):
+                    if _dispatch_modes() or _tracing() or _transforms():
+                        return _as_tuple(self._overload(*args, self.check_status))
+                    return _EagerGrad.apply(self, *args)
+            except AttributeError:
+                pass  # not a tensor: the launcher names it
+        if _dispatch_modes() or _tracing() or _profiling() or _transforms():
+            return _as_tuple(self._overload(*args, self.check_status))
+        return self._call(args, self.check_status, self._dispatch)
+
+    def _dispatch(self, args, check_status):
+        # Tensor subclasses: the registered operator (their dispatch rules,
+        # the fake implementation for FakeTensors).
+        return _as_tuple(self._overload(*args, check_status))
 
     def call_dict(self, *args, **kwargs):
         return dict(zip(self.output_names, self(*args, **kwargs)))
@@ -158,118 +364,15 @@ class Op:
         missing = [n for n in names if n not in given]
         if missing:
             raise TypeError("%s: input %s missing" % (self.name, ", ".join(missing)))
-        return [given[n] for n in names]
-
-    # -- checks ------------------------------------------------------------
-
-    def infer_sizes(self, tensors):
-        """The sizes, from the input dimensions whose expression is a size
-        alone; ShapeError if one conflicts or cannot be inferred."""
-        m = self.manifest
-        sizes, where = {}, {}
-        for t, x in zip(m.inputs, tensors):
-            if x.dim() != len(t.shape):
-                raise ShapeError("%s: input %s has shape %s; want %d dimensions [%s]"
-                                 % (m.op, t.name, tuple(x.shape), len(t.shape), ", ".join(d.src for d in t.shape)))
-            for i, d in enumerate(t.shape):
-                n = d.plain_name
-                if n is None:
-                    continue
-                v = x.shape[i]
-                if n in sizes and sizes[n] != v:
-                    raise ShapeError("%s: size %s is %s by input %s but %s by %s"
-                                     % (m.op, n, v, t.name, sizes[n], where[n]))
-                sizes[n], where[n] = v, "%s (dimension %d)" % (t.name, i)
-        # A size no input dimension gives alone (qk_norm_rope's HQ, HKV sit only in
-        # (HQ + 2 * HKV) * D): the caller's (load(..., sizes=)), else the export's
-        # own shape; _plan_for still holds every input's full shape to it.
-        for n in m.size_names:
-            if n not in sizes and n in self.fixed_sizes:
-                sizes[n], where[n] = self.fixed_sizes[n], "load(sizes=) or the export's shape"
-            elif n in self.given_sizes and sizes.get(n) != self.given_sizes[n]:
-                raise ShapeError("%s: size %s is %s by %s but %s by load(sizes=)"
-                                 % (m.op, n, sizes.get(n), where.get(n), self.given_sizes[n]))
-        missing = [n for n in m.size_names if n not in sizes]
-        if missing:
-            raise ShapeError("%s: size %s cannot be inferred: no input dimension is that size alone"
-                             % (m.op, ", ".join(missing)))
-        return sizes
-
-    def plan(self, sizes):
-        """Manifest.check at sizes, plus what this launcher needs (cached)."""
-        key = tuple(sizes[n] for n in self.manifest.size_names)
-        p = self._plans.get(key)
-        if p is not None:
-            return p
-        m = self.manifest
-        p = m.check(dict(sizes))
-        for k, g in zip(m.kernels, p.grids):
-            if 0 in g:
-                raise ShapeError("%s: kernel %s: grid %s at %s has an empty axis" % (m.op, k.symbol, g, sizes))
-            for prm in k.params:
-                if prm.kind == "size" and sizes[prm.name] > (INT32_MAX if prm.dtype == "i32" else INT64_MAX):
-                    raise ShapeError("%s: kernel %s takes %s as %s; %d does not fit"
-                                     % (m.op, k.symbol, prm.name, prm.dtype, sizes[prm.name]))
-        if len(self._plans) > 1024:
-            self._plans.clear()
-        self._plans[key] = p
-        return p
-
-    def _check_inputs(self, tensors, fake=False):
-        m = self.manifest
-        device = None
-        # The fake runs on FakeTensors (their device is the real one's) or
-        # on meta tensors, when someone propagates shapes by hand.
-        devices = ("cuda", "meta") if fake else ("cuda",)
-        for t, x in zip(m.inputs, tensors):
-            if not isinstance(x, torch.Tensor):
-                raise TypeError("%s: input %s is %s, not a tensor" % (m.op, t.name, type(x).__name__))
-            if x.dtype != self.dtypes[t.name]:
-                raise TypeError("%s: input %s is %s; want %s (%s)" % (m.op, t.name, x.dtype, self.dtypes[t.name], t.dtype))
-            if x.device.type not in devices:
-                raise InputError("%s: input %s is on %s; want a CUDA/ROCm device" % (m.op, t.name, x.device))
-            if device is None:
-                device = x.device
-            elif x.device != device:
-                raise InputError("%s: input %s is on %s, another input on %s" % (m.op, t.name, x.device, device))
-            if not x.is_contiguous():
-                raise InputError("%s: input %s is not contiguous (strides %s): the kernels read it row-major; "
-                                 "pass .contiguous()" % (m.op, t.name, tuple(x.stride())))
-        sizes = self.infer_sizes(tensors)
-        return sizes, device
-
-    def _prepare(self, tensors):
-        """Every check of a real call; the plan and the device."""
-        sizes, device = self._check_inputs(tensors)
-        return self._plan_for(tensors, sizes), device
-
-    def _plan_for(self, tensors, sizes):
-        p = self.plan(sizes)
-        for t, x in zip(self.manifest.inputs, tensors):
-            if tuple(x.shape) != p.dims[t.name]:
-                raise ShapeError("%s: input %s has shape %s; at %s it is %s"
-                                 % (self.name, t.name, tuple(x.shape), _sizes_str(sizes), p.dims[t.name]))
-        return p
+        return tuple(given[n] for n in names)
 
     # -- the fake (shapes only, for torch.compile) ------------------------
 
     def _fake(self, tensors):
-        sizes, _ = self._check_inputs(tensors, fake=True)
-        if all(type(v) is int for v in sizes.values()):
-            p = self._plan_for(tensors, sizes)
-            dims = [p.dims[t.name] for t in self.manifest.outputs]
-        else:
-            # Symbolic sizes (dynamic shapes): a dimension that is a size
-            # stays symbolic; any other is evaluated, specializing its sizes.
-            # The real call checks the shape in full.
-            concrete = {k: int(v) for k, v in sizes.items()}
-            dims = [[sizes[d.plain_name] if d.plain_name else d.eval(concrete) for d in t.shape]
-                    for t in self.manifest.outputs]
-        x = tensors[0]
-        outs = tuple(x.new_empty(d, dtype=self.dtypes[t.name]) for t, d in zip(self.manifest.outputs, dims))
+        outs = tuple(tensors[0].new_empty(d, dtype=dt) for d, dt in self._launcher.fake_outputs(tensors))
         return outs if len(outs) > 1 else outs[0]
 
-    # -- the real call -----------------------------------------------------
+    # -- the kernels ---------------------------------------------------------
 
     def _kernels(self, index):
         """The kernels' functions on device index, loading the module once:
@@ -303,59 +406,6 @@ class Op:
             self._modules[index] = (mod, fns)  # the module stays loaded for the process
             return fns
 
-    def _scratch(self, t, dims, device):
-        dt = self.dtypes[t.name]
-        if t.dtype in ("i32", "i64"):
-            return torch.full(dims, int(t.init), dtype=dt, device=device)
-        if t.dtype in ("f32", "bf16"):
-            return torch.full(dims, float(t.init), dtype=dt, device=device)
-        # fp8 scratch: fill in f32 and convert (fill_ may not take fp8).
-        return torch.full(dims, float(t.init), dtype=torch.float32, device=device).to(dt)
-
-    def _run(self, tensors, check_status=True):
-        m = self.manifest
-        p, device = self._prepare(tensors)
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        with torch.cuda.device(index):
-            fns = self._kernels(index)
-            stream = torch.cuda.current_stream(index).cuda_stream
-            bufs = dict(zip(self.input_names, tensors))
-            outs = []
-            for t in m.outputs:  # every element is written by the kernels
-                bufs[t.name] = torch.empty(p.dims[t.name], dtype=self.dtypes[t.name], device=device)
-                outs.append(bufs[t.name])
-            for t in m.scratch:  # filled on this stream, before the first kernel
-                bufs[t.name] = self._scratch(t, p.dims[t.name], device)
-            d = drv.driver()
-            prev = d.enter(index)
-            try:
-                for k, fn, grid in zip(m.kernels, fns, p.grids):
-                    vals = []
-                    for prm in k.params:
-                        if prm.kind == "tensor":
-                            vals.append(ctypes.c_void_p(bufs[prm.name].data_ptr()))
-                        elif prm.dtype == "i32":
-                            vals.append(ctypes.c_int32(p.sizes[prm.name]))
-                        else:
-                            vals.append(ctypes.c_int64(p.sizes[prm.name]))
-                    d.launch(fn, grid, k.block, k.dynamic_lds_bytes, stream, drv.pack_args(vals), k.symbol)
-            finally:
-                d.leave(prev)
-        if check_status:
-            for t in m.scratch:
-                if t.status is None:
-                    continue
-                # .tolist() copies to the host: it waits for the kernels.
-                bad = [v for v in bufs[t.name].reshape(-1).tolist() if v != 0]
-                if bad:
-                    raise StatusError("%s: at %s the kernels found bad input: status word %s = %s (%s); "
-                                      "the outputs are not valid" % (m.op, _sizes_str(p.sizes), t.name, bad[0], t.status))
-        return tuple(outs) if len(outs) > 1 else outs[0]
-
-
-def _sizes_str(sizes):
-    return ",".join("%s=%s" % (k, sizes[k]) for k in sorted(sizes))
-
 
 def _find_export(folder):
     """folder itself, or, where it holds one export per target in
@@ -382,9 +432,17 @@ def _find_export(folder):
     return targets[arch]
 
 
-def load(folder, check_status=True, sizes=None):
+def load(folder, check_status=True, sizes=None, backward=None):
     """The export in folder (fp8gen export OP --target T -o folder) as an Op.
     The manifest and its files' SHA-256s are checked now; the code object is
     loaded on the first call on each device (compiled from the source there
-    if the export holds none for that device's architecture)."""
-    return Op(load_manifest(_find_export(folder)), check_status=check_status, sizes=sizes)
+    if the export holds none for that device's architecture).
+
+    backward: the folder of the op's backward export (fp8gen export OP_bwd
+    with the same target and options): the Op is then differentiable (see
+    Op). sizes and check_status apply to both."""
+    bwd = None
+    if backward is not None:
+        bm = load_manifest(_find_export(backward))
+        bwd = Op(bm, check_status=check_status, sizes={k: v for k, v in (sizes or {}).items() if k in bm.size_names})
+    return Op(load_manifest(_find_export(folder)), check_status=check_status, sizes=sizes, backward=bwd)

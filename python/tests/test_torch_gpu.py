@@ -8,6 +8,13 @@ be bitwise equal; then (at the first shape of each op and option set) the
 same through torch.compile(fullgraph=True). Also: a side stream, the JIT
 path (an export without a code object), a status word, and the refusals.
 
+QKNormRopeGradTest pairs qk_norm_rope with qk_norm_rope_bwd and holds the
+forward and the gradients to a plain-torch float64 reference written here
+(RMS-norm of each q and k head with its weight, then RoPE; v copied),
+through autograd eagerly, through the registered operator, and through
+torch.compile(fullgraph=True); torch.library.opcheck checks the operators'
+registrations (schema, fake, autograd, AOT dispatch with dynamic shapes).
+
 Env:
   FP8GEN  the fp8gen CLI binary (cd /work/main && go build -o /tmp/fp8gen ./cmd/fp8gen);
           default: fp8gen in PATH
@@ -363,6 +370,199 @@ class TorchGPUTest(unittest.TestCase):
         w = self.load(self.export_or_skip(op, shape, [], compile_="no", target=other))
         with self.assertRaisesRegex(self.driver.DeviceError, "export is for %s.*is %s" % (other, self.target)):
             w(x)
+
+
+# ---------------------------------------------------------------------------
+# qk_norm_rope's autograd against a plain-torch reference
+
+
+def qk_norm_rope_reference(qkv, q_weight, k_weight, cos, sin, hq, hkv, eps, neox=True, bshd=True):
+    """qk_norm_rope in float64 with plain torch ops (docs/ops.md,
+    ops/qknorm.go): qkv packed by KV group (each group's HQ/HKV query heads,
+    then its key head, then its value head, D each); each q and k head
+    RMS-normalised, r = 1/sqrt(mean(t^2) + eps), times its weight, then
+    rotated: y = n*cos[s] + rot(n)*sin[s], rot rotate-half (neox) or
+    interleaved (gptj); v copied. Differentiable in every input."""
+    if bshd:
+        b, s_, w = qkv.shape
+    else:
+        s_, b, w = qkv.shape
+    d = w // (hq + 2 * hkv)
+    g = hq // hkv
+    x = qkv.double().reshape(qkv.shape[0], qkv.shape[1], hkv, g + 2, d)
+    q = x[:, :, :, :g].reshape(qkv.shape[0], qkv.shape[1], hq, d)
+    k = x[:, :, :, g]
+    v = x[:, :, :, g + 1]
+
+    def norm(t, wt):
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * wt.double()
+
+    def rot(n):
+        if neox:
+            h = d // 2
+            return torch.cat([-n[..., h:], n[..., :h]], -1)
+        return torch.stack([-n[..., 1::2], n[..., 0::2]], -1).flatten(-2)
+
+    shape = (1, s_, 1, d) if bshd else (s_, 1, 1, d)
+    c, sn = cos.double().reshape(shape), sin.double().reshape(shape)
+
+    def rope(n):
+        return n * c + rot(n) * sn
+
+    return rope(norm(q, q_weight)), rope(norm(k, k_weight)), v
+
+
+def rope_tables(s_, d, neox, device):
+    """RoPE's cos and sin [S, D] f32 at theta 10000, as fp8gen's tests make them."""
+    i = torch.arange(d, dtype=torch.float64)
+    pair = (i % (d // 2)) if neox else torch.div(i, 2, rounding_mode="floor")
+    ang = torch.arange(s_, dtype=torch.float64)[:, None] * torch.pow(10000.0, -2 * pair / d)[None, :]
+    return ang.cos().float().to(device), ang.sin().float().to(device)
+
+
+@unittest.skipIf(gpu_skip_reason(), gpu_skip_reason() or "")
+class QKNormRopeGradTest(unittest.TestCase):
+    SHAPE = "B=2,S=48,HQ=32,HKV=4,D=128"
+
+    @classmethod
+    def setUpClass(cls):
+        from fp8gen_torch import driver, load
+        cls.tmp = tempfile.mkdtemp(prefix="fp8gen-torch-grad-")
+        target = driver.device_target(torch.cuda.current_device())
+        dirs = {}
+        for op in ("qk_norm_rope", "qk_norm_rope_bwd"):
+            d = dirs[op] = os.path.join(cls.tmp, op)
+            rc, out = export(op, target, cls.SHAPE, [], d)
+            if rc != 0 and no_compiler(out):
+                raise unittest.SkipTest("fp8gen found no compiler for %s: %s" % (target, out.strip()))
+            if rc != 0:
+                raise AssertionError("fp8gen export %s: %s" % (op, out))
+        cls.op = load(dirs["qk_norm_rope"], backward=dirs["qk_norm_rope_bwd"])
+        m = cls.op.manifest
+        cls.sizes = dict(m.shape)
+        cls.eps = float(m.options["eps"])
+        cls.neox = m.options["rope"] == "neox"
+        if m.options.get("order") != "bshd" or m.options.get("angles") != "table":
+            raise unittest.SkipTest("the reference here takes order=bshd, angles=table")
+        print("\n  qk_norm_rope %s with its backward on %s" % (cls.SHAPE, torch.cuda.get_device_name()), file=sys.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def inputs(self, seed=3):
+        z = self.sizes
+        b, s_, hq, hkv, d = z["B"], z["S"], z["HQ"], z["HKV"], z["D"]
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        dev = torch.device("cuda", torch.cuda.current_device())
+        qkv = (torch.randn(b, s_, (hq + 2 * hkv) * d, generator=g, device=dev) * 2).bfloat16()
+        qw = (1 + 0.1 * torch.randn(d, generator=g, device=dev)).bfloat16()
+        kw = (1 + 0.1 * torch.randn(d, generator=g, device=dev)).bfloat16()
+        cos, sin = rope_tables(s_, d, self.neox, dev)
+        grads = [torch.randn(dims, generator=g, device=dev).bfloat16()
+                 for dims in ((b, s_, hq, d), (b, s_, hkv, d), (b, s_, hkv, d))]
+        return [qkv, qw, kw, cos, sin], grads
+
+    def reference(self, ins, grads):
+        leaves = [x.detach().double().requires_grad_(i < 3) for i, x in enumerate(ins)]
+        outs = qk_norm_rope_reference(*leaves, self.sizes["HQ"], self.sizes["HKV"], self.eps, self.neox)
+        loss = sum((o * g.double()).sum() for o, g in zip(outs, grads))
+        dx = torch.autograd.grad(loss, leaves[:3])
+        return [o.detach() for o in outs], dx
+
+    def assert_near(self, got, want, what, rtol=2 ** -7):
+        """Within a bf16 rounding of the float64 reference, relative to the
+        element or (where terms cancel) to the tensor's largest."""
+        self.assertEqual(tuple(got.shape), tuple(want.shape), what)
+        torch.testing.assert_close(got.double(), want, rtol=rtol, atol=2 ** -8 * want.abs().max().item(),
+                                   msg=lambda m: "%s: %s" % (what, m))
+
+    def grads_of(self, f, ins, grads):
+        leaves = [x.detach().clone().requires_grad_(i < 3) for i, x in enumerate(ins)]
+        outs = f(*leaves)
+        loss = sum((o.float() * g.float()).sum() for o, g in zip(outs, grads))
+        loss.backward()
+        return outs, [x.grad for x in leaves[:3]], leaves
+
+    def test_forward_against_reference(self):
+        ins, grads = self.inputs()
+        q, k, v = self.op(*ins)
+        (rq, rk, rv), _ = self.reference(ins, grads)
+        self.assertEqual((q.dtype, k.dtype, v.dtype), (torch.bfloat16,) * 3)
+        self.assert_near(q, rq, "q")
+        self.assert_near(k, rk, "k")
+        self.assertTrue(torch.equal(v, rv.bfloat16()), "v is a copy of qkv's value heads")
+
+    def test_gradients_eager(self):
+        ins, grads = self.inputs()
+        outs, dx, leaves = self.grads_of(self.op, ins, grads)
+        self.assertIsNotNone(outs[0].grad_fn, "the forward was not recorded for autograd")
+        _, want = self.reference(ins, grads)
+        for name, got, ref, x in zip(("qkv", "q_weight", "k_weight"), dx, want, leaves):
+            self.assertEqual(got.dtype, x.dtype, name)
+            self.assert_near(got, ref, "d " + name)
+        self.assertIsNone(leaves[3].grad)
+        # Only qkv requires grad: the weights get none, qkv the same.
+        only = [x.detach().clone().requires_grad_(i == 0) for i, x in enumerate(ins)]
+        loss = sum((o.float() * g.float()).sum() for o, g in zip(self.op(*only), grads))
+        loss.backward()
+        self.assertTrue(torch.equal(only[0].grad, dx[0]))
+        self.assertIsNone(only[1].grad)
+
+    def test_registered_operator_and_eager_agree(self):
+        """The operator's autograd formula (register_autograd, what
+        torch.compile uses) and the eager path: the same bits."""
+        ins, grads = self.inputs(5)
+        _, eager, _ = self.grads_of(self.op, ins, grads)
+        _, via_op, _ = self.grads_of(lambda *xs: self.op._overload(*xs, True), ins, grads)
+        for name, a, b in zip(("qkv", "q_weight", "k_weight"), eager, via_op):
+            self.assertTrue(torch.equal(a, b), "d %s: the operator's gradient differs from the eager path's" % name)
+
+    def test_gradients_through_torch_compile(self):
+        ins, grads = self.inputs(7)
+        eo, eager, _ = self.grads_of(self.op, ins, grads)
+        torch._dynamo.reset()
+        op = self.op
+        compiled = torch.compile(lambda *xs: op(*xs), fullgraph=True)
+        co, got, _ = self.grads_of(compiled, ins, grads)
+        for name, a, b in zip(("q", "k", "v"), eo, co):
+            self.assertTrue(torch.equal(a, b), "%s under torch.compile differs from eager" % name)
+        for name, a, b in zip(("qkv", "q_weight", "k_weight"), eager, got):
+            self.assertTrue(torch.equal(a, b), "d %s under torch.compile differs from eager" % name)
+
+    def test_opcheck(self):
+        opcheck = getattr(torch.library, "opcheck", None)
+        if opcheck is None:
+            self.skipTest("torch %s has no torch.library.opcheck" % torch.__version__)
+        ins, grads = self.inputs(11)
+        args = [x.detach().clone().requires_grad_(i < 3) for i, x in enumerate(ins)] + [True]
+        opcheck(self.op._overload, tuple(args))
+        opcheck(self.op._overload, tuple(x.detach() if hasattr(x, "detach") else x for x in args))
+        # The backward's own operator, on the arguments the forward's formula gives it.
+        bwd = self.op.backward
+        b_args = self.op.pairing.backward_args(self.op.pairing.saved(ins, [None] * 3), grads, lambda j, g, t: g)
+        opcheck(bwd._overload, tuple(b_args) + (True,))
+
+
+@unittest.skipIf(gpu_skip_reason(), gpu_skip_reason() or "")
+class OpcheckTest(unittest.TestCase):
+    def test_rowwise_cast(self):
+        opcheck = getattr(torch.library, "opcheck", None)
+        if opcheck is None:
+            self.skipTest("torch %s has no torch.library.opcheck" % torch.__version__)
+        from fp8gen_torch import driver, load
+        with tempfile.TemporaryDirectory() as tmp:
+            d = os.path.join(tmp, "rowwise_cast")
+            rc, out = export("rowwise_cast", driver.device_target(torch.cuda.current_device()), "M=40,K=72", [], d)
+            if rc != 0 and no_compiler(out):
+                self.skipTest(out.strip())
+            self.assertEqual(rc, 0, out)
+            op = load(d)
+            x = torch.randn(40, 72, device="cuda").bfloat16()
+            opcheck(op._overload, (x, True))
+            # The direct eager path and the operator: the same bits.
+            for a, b in zip(op(x), op._overload(x, True)):
+                self.assertEqual(raw(a), raw(b))
 
 
 @unittest.skipUnless(FP8GEN, "set FP8GEN to the fp8gen CLI binary")
