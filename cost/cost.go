@@ -1,6 +1,6 @@
 // Package cost is fp8gen's performance model: a predicted time for a
-// lowered plan on its target, from which the search ranks the candidates
-// of an op's space (and, without a device, picks one).
+// lowered plan on its target, by which `fp8gen tune` ranks the candidates
+// of an op's space.
 //
 // The kernels are memory-bound, so the model is about bytes and the
 // latency of getting them. For each kernel k of a plan:

@@ -2,9 +2,10 @@
 // for every op on every target, kept under testdata/ so that any change to
 // what the compiler writes shows up as a reviewable diff.
 //
-// There is one case per op × target, testdata/<op>_<target>.txtar, at a
-// fixed shape (M=4096, K=4096) with the default options (bf16 in, e4m3 out).
-// The schedule is the one the plan chooses at that shape; it is recorded in
+// Each op has a case per target at its example shape with the default
+// options, testdata/<op>_<target>.txtar, and one per variant its
+// description names (options, odd shapes, 64-bit indexing, a schedule),
+// testdata/<op>_<target>_<variant>.txtar. The schedule is the one the plan chooses at that shape; it is recorded in
 // the case, so a change of choice is a diff too. Each archive holds, for
 // every kernel of the op's plan in launch order:
 //

@@ -306,16 +306,6 @@ func prod(x []int) int {
 	return p
 }
 
-// OwnsAlong reports whether register r of thread tid holds the first copy of
-// its element along base dim d (and not a replica of it).
-func (l *Layout) OwnsAlong(shape []int, tid, r, d int) bool {
-	g := l.geom(shape)
-	tc := l.ThreadCoords(tid)
-	rc := l.RegCoords(shape, r)
-	rep, e := rc[d]/g.spt[d], rc[d]%g.spt[d]
-	return rep*g.cover[d]+tc[d]*g.spt[d]+e < g.shape[d]
-}
-
 // LaneStride is the distance, in lane ids, between neighbouring lanes along
 // base dim d: shuffles along d exchange with lane ^ (LaneStride << k).
 func (l *Layout) LaneStride(d int) int {

@@ -4,7 +4,8 @@ import "math"
 
 // The scalar semantics of the IR's ops where C and Go differ or leave
 // choices open. The interpreter calls these; the emitter writes C that
-// computes the same bits; the ops' references use them too.
+// computes the same bits. The ops' plain-Go references do not share them
+// (internal/refnum has their own).
 
 // MaxF32 is the max the IR defines and every back end implements: a NaN
 // operand yields the other operand, and +0 is above -0.
