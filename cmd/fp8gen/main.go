@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -82,12 +83,14 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 			code = 3
 		}
 	}()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		// No command is misuse: the usage goes with the other refusals.
+		topUsage(stderr)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if err := topUsage(stdout); err != nil {
 			return 1
-		}
-		if len(args) == 0 {
-			return 2
 		}
 		return 0
 	}
@@ -313,6 +316,13 @@ func parseKV(what, s string) (map[string]int, error) {
 			return nil, usagef("%s %q: %q is not NAME=VALUE", what, s, kv)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if errors.Is(err, strconv.ErrRange) {
+			bound := fmt.Sprintf("at most %d", math.MaxInt64)
+			if strings.HasPrefix(strings.TrimSpace(v), "-") {
+				bound = fmt.Sprintf("at least %d", math.MinInt64)
+			}
+			return nil, usagef("%s %q: %s=%s overflows int64 (%s)", what, s, k, strings.TrimSpace(v), bound)
+		}
 		if err != nil {
 			return nil, usagef("%s %q: %s=%s is not an integer", what, s, k, v)
 		}
