@@ -19,6 +19,7 @@ import (
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
+	"github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/tune"
 )
 
@@ -180,6 +181,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			}
 		case *device == "gpu" || !backend.IsNoDevice(err):
 			return err
+		case errors.Is(err, runtime.ErrNoCgo):
+			note = " interpreter (no GPU: this fp8gen was built without cgo)"
 		default:
 			note = " interpreter (no GPU found)"
 		}

@@ -106,7 +106,9 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 				return 0
 			case errors.Is(err, flag.ErrHelp):
 				return 0
-			case errors.As(err, new(usageError)):
+			case errors.As(err, new(usageError)) || errors.Is(err, fpruntime.ErrNoCgo):
+				// A binary without cgo refuses GPU work whatever the
+				// machine holds: misuse of this build, not a failed run.
 				fmt.Fprintf(stderr, "fp8gen %s: %v\n", c.name, oneLine(err))
 				return 2
 			}
