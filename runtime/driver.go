@@ -232,6 +232,10 @@ import (
 	"github.com/fp8gen/fp8gen/target"
 )
 
+// Cgo reports whether this build speaks to GPU drivers: true here, in
+// the cgo build; false in one built without cgo (nocgo.go).
+const Cgo = true
+
 // The C side's argument array holds maxArgs slots: both sizes are
 // nonnegative only where they are equal.
 var (

@@ -14,6 +14,10 @@ import (
 	"github.com/fp8gen/fp8gen/target"
 )
 
+// Cgo reports whether this build speaks to GPU drivers: false here, in a
+// build without cgo; true in the cgo build (driver.go).
+const Cgo = false
+
 type driver struct {
 	vendor target.Vendor
 	lib    string

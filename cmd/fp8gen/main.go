@@ -53,6 +53,7 @@ var commands = []struct {
 	{"export", "write an op as HIP source, code object and manifest.json for other programs", cmdExport},
 	{"generate", "write typed Go launchers of ops, with their exports embedded (for go:generate)", cmdGenerate},
 	{"tune", "time the best candidate schedules of an op on the GPU and keep the fastest in the tuning cache", cmdTune},
+	{"version", "print fp8gen's version, commit and Go release, and the GPU compilers it finds", cmdVersion},
 }
 
 func main() {
@@ -87,6 +88,9 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		// No command is misuse: the usage goes with the other refusals.
 		topUsage(stderr)
 		return 2
+	}
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if err := topUsage(stdout); err != nil {

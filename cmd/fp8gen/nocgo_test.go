@@ -47,6 +47,7 @@ func TestBuildWithoutCgo(t *testing.T) {
 		code int
 		subs []string
 	}{
+		{[]string{"version"}, 0, []string{"cgo: no (" + why + ")"}},
 		{[]string{"emit", "rowwise_cast", "--target", "sm_90", "--shape", "M=4,K=64"}, 0, []string{`extern "C"`}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=64"}, 0, []string{"interpreter (no GPU: this fp8gen was built without cgo)", "bit-exact"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=64", "--device", "gpu"}, 2, []string{"fp8gen run: ", why}},
