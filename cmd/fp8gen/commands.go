@@ -20,13 +20,12 @@ import (
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
-	"github.com/fp8gen/fp8gen/tune"
 )
 
 func cmdIR(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ir", "ir OP [--after PASS] [--target T] [--shape M=…,K=…] [--schedule …]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's, else sm_90", "the op's example shape")
 	after := fs.String("after", "", "print the IR after this lowering pass: "+strings.Join(lower.PassNames(), ", ")+" (default: before lowering)")
 	kernel := fs.String("kernel", "", "only this kernel of the op")
 	name, err := parse(fs, args, true)
@@ -36,7 +35,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if *after != "" && !slices.Contains(lower.PassNames(), *after) {
 		return usagef("--after %q: passes are %s", *after, strings.Join(lower.PassNames(), ", "))
 	}
-	p, err := of.planFor(name)
+	p, err := of.planFor(name, true)
 	if err != nil {
 		return err
 	}
@@ -79,16 +78,13 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdEmit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("emit", "emit OP --target T [--shape M=…,K=…] [--schedule k=v,…] [-o FILE]", stderr)
+	fs := newFlags("emit", "emit OP [--target T] [--shape M=…,K=…] [--schedule k=v,…] [-o FILE]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's; without one, --target is required", "the op's example shape")
 	out := fs.String("o", "", "write to FILE (atomically; through a symlink to its target) instead of stdout")
 	name, err := parse(fs, args, true)
 	if err != nil {
 		return err
-	}
-	if of.target == "" {
-		return usagef("--target is required (one of %s)", "gfx942, gfx950, sm_90")
 	}
 	path := *out
 	if path != "" {
@@ -96,7 +92,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	p, err := of.planFor(name)
+	p, err := of.planFor(name, false)
 	if err != nil {
 		return err
 	}
@@ -134,9 +130,9 @@ func outputFile(path string) (string, error) {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "run OP --shape M=…,K=… [--device auto|cpu|gpu] [--target T] [--in NAME=FILE.npy] [--out DIR]", stderr)
+	fs := newFlags("run", "run OP [--shape M=…,K=…] [--device auto|cpu|gpu] [--target T] [--in NAME=FILE.npy] [--out DIR]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's, else sm_90 in the interpreter", "the sizes the --in files give, the rest from the op's example shape")
 	of.useTuned = true // run takes what fp8gen tune kept (then the shipped tuning); export the shipped tuning; ir and emit the op's default
 	device := fs.String("device", "auto", "auto (GPU if one is found, else the CPU interpreter), cpu or gpu")
 	inputs := kvFlag{form: "NAME=FILE"}
@@ -161,9 +157,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := of.fromFiles(op, files, inputs.kv); err != nil {
 		return err
-	}
-	if of.shape == "" {
-		return usagef("--shape is required (e.g. --shape %s, the example) unless --in files give it", tune.ShapeText(op, op.Example))
 	}
 	if _, err := lookupTarget(of.target); err != nil {
 		return err
@@ -350,10 +343,14 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		return nil
 	}
 	if o.shape == "" {
-		if len(sizes) == len(op.Sizes) {
-			o.shape = sizes.String()
+		// The sizes no file gives come from the example.
+		for _, n := range op.Sizes {
+			if _, ok := sizes[n]; !ok {
+				sizes[n] = op.Example[n]
+			}
 		}
-		return nil // else --shape must give the rest
+		o.shape = sizes.String()
+		return nil
 	}
 	sh, err := parseShape(o.shape)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 )
 
 func cmdExport(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", "export OP --target T [--shape M=…,K=…] [--schedule k=v,…] [--compile auto|yes|no] [--object-arch A] -o DIR", stderr)
+	fs := newFlags("export", "export OP [--target T] [--shape M=…,K=…] [--schedule k=v,…] [--compile auto|yes|no] [--object-arch A] -o DIR", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's; without one, --target is required", "the op's example shape")
 	of.useShipped = true // as generate: the same file on every machine, whatever its tuning cache
 	out := fs.String("o", "", "write manifest.json, the source and the code object to the folder DIR (all or none)")
 	compile := fs.String("compile", "auto", "build the code object: yes (fail without the target's compiler), no, or auto (where the compiler is found)")
@@ -24,9 +24,6 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	name, err := parse(fs, args, true)
 	if err != nil {
 		return err
-	}
-	if of.target == "" {
-		return usagef("--target is required (one of %s)", "gfx942, gfx950, sm_90")
 	}
 	if *out == "" {
 		return usagef("-o DIR is required")
@@ -47,7 +44,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil && !os.IsNotExist(err) {
 		return usagef("-o %s: %v", *out, err)
 	}
-	p, err := of.planFor(name)
+	p, err := of.planFor(name, false)
 	if err != nil {
 		return err
 	}
