@@ -83,3 +83,128 @@ func TestRunExampleShape(t *testing.T) {
 	code, out, errs := fp8gen(t, args...)
 	want(t, args, code, 0, out+errs, "rowwise_cast K=4096,M=4096 on cpu", "check: bit-exact")
 }
+
+// run --out makes the folder and its missing parents, and writes the
+// outputs only; --scratch adds the scratch tensors.
+func TestRunOutScratchAndParents(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a", "b", "c")
+	args := cpu("run", "tensorwise_cast", "--shape", "M=4,K=64", "--out", out)
+	code, stdout, errs := fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs, "wrote 2 outputs", "inv_scale, q", "(scratch not written: amax; add --scratch)")
+	if got := names(t, out); got != "inv_scale.npy q.npy" {
+		t.Errorf("--out holds %s", got)
+	}
+	args = append(args, "--scratch")
+	code, stdout, errs = fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs, "wrote 3 outputs", "amax, inv_scale, q")
+	if got := names(t, out); got != "amax.npy inv_scale.npy q.npy" {
+		t.Errorf("--out --scratch holds %s", got)
+	}
+	args = cpu("run", "tensorwise_cast", "--shape", "M=4,K=64", "--scratch")
+	code, stdout, errs = fp8gen(t, args...)
+	want(t, args, code, 2, errs, "--scratch without --out")
+	// A failed check of the outputs' paths leaves no folder behind.
+	if err := os.Mkdir(filepath.Join(dir, "x", ""), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "x", "new", "deeper")
+	args = cpu("run", "rowwise_cast", "--shape", "M=4,K=64", "--out", bad, "--in", "x=nope")
+	if code, _, _ := fp8gen(t, args...); code != 2 {
+		t.Errorf("fp8gen %v: exit %d, want 2", args, code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x", "new")); err == nil {
+		t.Errorf("a refused run left %s", filepath.Join(dir, "x", "new"))
+	}
+}
+
+func names(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns []string
+	for _, e := range ents {
+		ns = append(ns, e.Name())
+	}
+	return strings.Join(ns, " ")
+}
+
+// An output path that is a symlink is written through, the link kept; one
+// that is a folder is refused with exit 2 before any work.
+func TestOutputsThroughLinksNotFolders(t *testing.T) {
+	dir := t.TempDir()
+	elsewhere := filepath.Join(dir, "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	isLinkTo := func(link, to string) {
+		t.Helper()
+		fi, err := os.Lstat(link)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("%s is no longer a symlink (%v)", link, err)
+		}
+		b, err := os.ReadFile(to)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s was not written through the link: %v", to, err)
+		}
+	}
+
+	// run --out: q.npy a link (to a file not there yet), inv_scale.npy a folder.
+	out := filepath.Join(dir, "out")
+	os.Mkdir(out, 0o755)
+	qTo := filepath.Join(elsewhere, "q.npy")
+	if err := os.Symlink(qTo, filepath.Join(out, "q.npy")); err != nil {
+		t.Fatal(err)
+	}
+	args := cpu("run", "rowwise_cast", "--shape", "M=4,K=64", "--out", out)
+	code, stdout, errs := fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs, "wrote 2 outputs")
+	isLinkTo(filepath.Join(out, "q.npy"), qTo)
+	if err := os.Mkdir(filepath.Join(dir, "out2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "out2", "inv_scale.npy"), 0o755)
+	args = cpu("run", "rowwise_cast", "--shape", "M=4,K=64", "--out", filepath.Join(dir, "out2"))
+	code, stdout, errs = fp8gen(t, args...)
+	want(t, args, code, 2, errs, "inv_scale.npy is a folder, not a file")
+	if stdout != "" {
+		t.Errorf("fp8gen %v ran anyway: %q", args, stdout)
+	}
+
+	// export -o: manifest.json a link, then the source a folder.
+	exp := filepath.Join(dir, "exp")
+	os.Mkdir(exp, 0o755)
+	mTo := filepath.Join(elsewhere, "manifest.json")
+	os.Symlink(mTo, filepath.Join(exp, "manifest.json"))
+	args = []string{"export", "rowwise_cast", "--target", "sm_90", "--compile", "no", "-o", exp}
+	code, stdout, errs = fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs, "manifest.json")
+	isLinkTo(filepath.Join(exp, "manifest.json"), mTo)
+	var src string
+	for _, n := range strings.Fields(names(t, exp)) {
+		if n != "manifest.json" {
+			src = n
+		}
+	}
+	exp2 := filepath.Join(dir, "exp2")
+	os.MkdirAll(filepath.Join(exp2, src), 0o755)
+	args = []string{"export", "rowwise_cast", "--target", "sm_90", "--compile", "no", "-o", exp2}
+	code, _, errs = fp8gen(t, args...)
+	want(t, args, code, 2, errs, src+" is a folder, not a file")
+
+	// generate -o: the Go file through its link; a folder refused.
+	gdir := filepath.Join(dir, "gen")
+	os.Mkdir(gdir, 0o755)
+	gTo := filepath.Join(elsewhere, "real_gen.go")
+	os.Symlink(gTo, filepath.Join(gdir, "k_gen.go"))
+	args = []string{"generate", "-package", "k", "--targets", "sm_90", "-o", filepath.Join(gdir, "k_gen.go"), "rowwise_cast@M=1,K=16"}
+	code, stdout, errs = fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs)
+	isLinkTo(filepath.Join(gdir, "k_gen.go"), gTo)
+	os.Mkdir(filepath.Join(gdir, "d_gen.go"), 0o755)
+	args = []string{"generate", "-package", "k", "-o", filepath.Join(gdir, "d_gen.go"), "rowwise_cast"}
+	code, _, errs = fp8gen(t, args...)
+	want(t, args, code, 2, errs, "is a folder, not a file")
+}

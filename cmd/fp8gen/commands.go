@@ -88,7 +88,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	}
 	path := *out
 	if path != "" {
-		if path, err = outputFile(path); err != nil {
+		if path, err = outputFile("-o", path); err != nil {
 			return err
 		}
 	}
@@ -107,26 +107,47 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	return atomicfile.WriteFile(path, []byte(u.Source))
 }
 
-// outputFile is where -o FILE writes: FILE, or the target of a symlink
-// FILE; a folder, FIFO or device is refused before any work.
-func outputFile(path string) (string, error) {
-	real := path
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		real = r
+// outputFile is where the flag's FILE is written: FILE, or the file a
+// symlink FILE points to (followed even where that file does not exist
+// yet), so that a link is written through and never replaced; a folder,
+// FIFO or device, or a missing folder, is refused before any work.
+func outputFile(flag, path string) (string, error) {
+	real, err := throughLinks(path)
+	if err != nil {
+		return "", usagef("%s %s: %v", flag, path, err)
 	}
 	fi, err := os.Stat(real)
 	switch {
 	case err == nil && fi.IsDir():
-		return "", usagef("-o %s is a folder", path)
+		return "", usagef("%s %s is a folder, not a file", flag, path)
 	case err == nil && !fi.Mode().IsRegular():
-		return "", usagef("-o %s is a %v, not a regular file", path, fi.Mode().Type())
+		return "", usagef("%s %s is a %v, not a regular file", flag, path, fi.Mode().Type())
 	case err != nil && !os.IsNotExist(err):
-		return "", usagef("-o %s: %v", path, err)
+		return "", usagef("%s %s: %v", flag, path, err)
 	}
 	if di, err := os.Stat(filepath.Dir(real)); err != nil || !di.IsDir() {
-		return "", usagef("-o %s: folder %s does not exist", path, filepath.Dir(real))
+		return "", usagef("%s %s: folder %s does not exist", flag, path, filepath.Dir(real))
 	}
 	return real, nil
+}
+
+// throughLinks follows path while it is a symlink, to the path it ends at.
+func throughLinks(path string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("too many levels of symlinks")
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -137,8 +158,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	device := fs.String("device", "auto", "auto (GPU if one is found, else the CPU interpreter), cpu or gpu")
 	inputs := kvFlag{form: "NAME=FILE"}
 	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable")
-	outDir := fs.String("out", "", "write every output to DIR/NAME.npy (all or none)")
-	seed := fs.Uint64("seed", 1, "seed of the generated inputs")
+	outDir := fs.String("out", "", "write every output to DIR/NAME.npy, all or none, creating DIR and missing parents; a NAME.npy that is a symlink is written through")
+	scratch := fs.Bool("scratch", false, "with --out, also write the op's scratch tensors (fp8gen list shows them)")
+	seed := fs.Uint64("seed", 1, "seed of the inputs not read with --in: the same seed gives the same inputs")
 	adv := fs.Bool("adversarial", false, "plant zeros, ±Inf, NaN, subnormals and values past the format max in the inputs")
 	name, err := parse(fs, args, true)
 	if err != nil {
@@ -147,6 +169,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	op, err := ops.Lookup(name)
 	if err != nil {
 		return usageError{err}
+	}
+	if *scratch && *outDir == "" {
+		return usagef("--scratch without --out: nothing would be written")
 	}
 	if *device != "auto" && *device != "cpu" && *device != "gpu" {
 		return usagef("--device %q: want auto, cpu or gpu", *device)
@@ -197,14 +222,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s at %v moves %d bytes: more than the interpreter runs in reasonable time (%d); use a GPU or a smaller shape", op.Name, p.Shape, total, maxInterpBytes)
 		}
 	}
+	roles := []ops.Role{ops.Output}
+	if *scratch {
+		roles = append(roles, ops.Scratch)
+	}
+	var outPaths map[string]string
 	if *outDir != "" {
-		created, err := prepareOut(*outDir)
-		if err != nil {
+		var names []string
+		for _, s := range p.SpecsOf(roles...) {
+			names = append(names, s.Name)
+		}
+		var undo func()
+		if outPaths, undo, err = prepareOut(*outDir, names); err != nil {
 			return err
 		}
-		if created {
-			defer os.Remove(*outDir) // only if still empty: the run failed
-		}
+		defer undo() // removes the folders it made that are still empty: the run failed
 	}
 	in := ops.Inputs(p.Call, *seed, *adv)
 	for n, a := range files {
@@ -266,10 +298,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&sb, "  check: MISMATCH\n%v\n", mismatch)
 	}
 	if *outDir != "" {
-		if err := writeOutputs(*outDir, out); err != nil {
+		if err := writeOutputs(outPaths, out); err != nil {
 			return err
 		}
-		fmt.Fprintf(&sb, "  wrote %d outputs to %s\n", len(out), *outDir)
+		fmt.Fprintf(&sb, "  wrote %d outputs to %s: %s", len(outPaths), *outDir, strings.Join(slices.Sorted(maps.Keys(outPaths)), ", "))
+		if sc := p.SpecsOf(ops.Scratch); len(sc) > 0 && !*scratch {
+			var ns []string
+			for _, s := range sc {
+				ns = append(ns, s.Name)
+			}
+			fmt.Fprintf(&sb, " (scratch not written: %s; add --scratch)", strings.Join(ns, ", "))
+		}
+		sb.WriteByte('\n')
 	}
 	if _, err := io.WriteString(stdout, sb.String()); err != nil {
 		return err
@@ -429,30 +469,60 @@ func readInputs(op *ops.Op, kv [][2]string) (map[string]*npy.Array, error) {
 }
 
 // prepareOut makes sure --out is a folder that can be written, before the
-// run: created if missing (created reports it); a file, or a path through
-// one, is refused.
-func prepareOut(dir string) (created bool, err error) {
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && !fi.IsDir():
-		return false, usagef("--out %s is not a folder", dir)
-	case err != nil && !os.IsNotExist(err):
-		return false, usagef("--out %s: %v", dir, err)
-	case err != nil:
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return false, usagef("--out %s: %v", dir, err)
+// run, creating it and its missing parents (undo removes those still
+// empty), and says where each of names is written: DIR/NAME.npy, or the
+// file a symlink there points to. A file on the way to DIR, or a NAME.npy
+// that is a folder, is refused.
+func prepareOut(dir string, names []string) (paths map[string]string, undo func(), err error) {
+	var made []string // the folders made, deepest first
+	remove := func() {
+		for _, d := range made {
+			os.Remove(d) // only if still empty
 		}
-		created = true
+	}
+	defer func() {
+		if err != nil {
+			remove()
+		}
+	}()
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				if d == filepath.Clean(dir) {
+					return nil, nil, usagef("--out %s is not a folder", dir)
+				}
+				return nil, nil, usagef("--out %s: %s is a file, not a folder", dir, d)
+			}
+			break
+		}
+		if !os.IsNotExist(err) {
+			return nil, nil, usagef("--out %s: %v", dir, err)
+		}
+		missing = append(missing, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !os.IsExist(err) {
+			return nil, nil, usagef("--out %s: %v", dir, err)
+		}
+		made = append([]string{missing[i]}, made...)
+	}
+	paths = map[string]string{}
+	for _, n := range names {
+		if paths[n], err = outputFile("--out", filepath.Join(dir, n+".npy")); err != nil {
+			return nil, nil, err
+		}
 	}
 	f, err := os.CreateTemp(dir, ".fp8gen-probe-*")
 	if err != nil {
-		if created {
-			os.Remove(dir)
-		}
-		return false, usagef("--out %s: cannot write there: %v", dir, err)
+		return nil, nil, usagef("--out %s: cannot write there: %v", dir, err)
 	}
 	f.Close()
-	return created, os.Remove(f.Name())
+	return paths, remove, os.Remove(f.Name())
 }
 
 // npyDtype is how a tensor's elements are stored in .npy.
@@ -472,17 +542,18 @@ func npyDtype(d ir.DType) string {
 	panic("BUG: no .npy dtype for " + d.String())
 }
 
-// writeOutputs writes each output as .npy, all or none.
-func writeOutputs(dir string, out map[string]*ops.Tensor) error {
+// writeOutputs writes each tensor of out that paths names to its path as
+// .npy, all or none.
+func writeOutputs(paths map[string]string, out map[string]*ops.Tensor) error {
 	var set atomicfile.Set
-	for _, n := range slices.Sorted(maps.Keys(out)) {
+	for _, n := range slices.Sorted(maps.Keys(paths)) {
 		t := out[n]
 		var buf bytes.Buffer
 		if err := npy.Write(&buf, &npy.Array{Dtype: npyDtype(t.DType), Shape: t.Shape, Data: t.Data}); err != nil {
 			set.Abort()
 			return err
 		}
-		if err := set.Stage(filepath.Join(dir, n+".npy"), buf.Bytes()); err != nil {
+		if err := set.Stage(paths[n], buf.Bytes()); err != nil {
 			return fmt.Errorf("writing %s: %w (no output written)", n, err)
 		}
 	}

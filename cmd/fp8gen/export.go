@@ -66,6 +66,18 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if fi, err := os.Stat(*out); err == nil && fi.IsDir() {
+		// A folder, or other non-file, where a file of the export goes
+		// is refused; a symlink is written through.
+		for _, f := range []string{export.ManifestFile, b.Manifest.Source.File, codeObjectName(b)} {
+			if f == "" {
+				continue
+			}
+			if _, err := outputFile("-o", filepath.Join(*out, f)); err != nil {
+				return err
+			}
+		}
+	}
 	if err := b.Write(*out); err != nil {
 		return err
 	}
@@ -76,6 +88,13 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "%s: %s for %s, kernels %s; %s\n", filepath.Join(*out, export.ManifestFile), m.Op, m.Target.Name, strings.Join(ks, ", "), obj)
 	return err
+}
+
+func codeObjectName(b *export.Bundle) string {
+	if b.Manifest.CodeObject == nil {
+		return ""
+	}
+	return b.Manifest.CodeObject.File.File
 }
 
 // underAFile refuses a path one of whose parents exists and is not a folder.

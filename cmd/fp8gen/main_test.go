@@ -561,7 +561,7 @@ func TestRunNPYRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			outDir := filepath.Join(dir, "out")
-			args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--out", outDir)
+			args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--out", outDir, "--scratch")
 			code, out, errs := fp8gen(t, args...)
 			want(t, args, code, 0, out+errs, "bit-exact", "K=70,M=7", "target sm_90", "e4m3fn (max 448)", "x "+in.String()+"[7 70]", "wrote 3 outputs")
 
