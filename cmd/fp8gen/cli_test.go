@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -207,4 +209,39 @@ func TestOutputsThroughLinksNotFolders(t *testing.T) {
 	args = []string{"generate", "-package", "k", "-o", filepath.Join(gdir, "d_gen.go"), "rowwise_cast"}
 	code, _, errs = fp8gen(t, args...)
 	want(t, args, code, 2, errs, "is a folder, not a file")
+}
+
+// run says where each input came from, and --seed makes the generated
+// ones: the same seed, the same outputs; another seed, others.
+func TestRunInputProvenanceAndSeed(t *testing.T) {
+	dir := t.TempDir()
+	run := func(seed string) []byte {
+		t.Helper()
+		out := filepath.Join(dir, "s"+seed)
+		args := cpu("run", "rowwise_cast", "--shape", "M=4,K=64", "--seed", seed, "--out", out)
+		code, stdout, errs := fp8gen(t, args...)
+		want(t, args, code, 0, stdout+errs, "input x bf16[4 64]: generated, seed "+seed+" (normal values × 3)")
+		b, err := os.ReadFile(filepath.Join(out, "q.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if a, b, c := run("5"), run("5"), run("6"); string(a) != string(b) || string(a) == string(c) {
+		t.Errorf("--seed 5 twice gave the same q: %v; --seed 6 another: %v", string(a) == string(b), string(a) != string(c))
+	}
+	args := cpu("run", "rowwise_cast", "--shape", "M=4,K=64")
+	code, stdout, errs := fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs, "generated, seed 1 ")
+
+	_, xa := input(t, ir.F32, 7, 70)
+	xfile := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(xfile, xa); err != nil {
+		t.Fatal(err)
+	}
+	args = cpu("run", "grouped_colwise_cast", "--in", "x="+xfile, "--shape", "E=4,K=70,T=7", "--seed", "3")
+	code, stdout, errs = fp8gen(t, args...)
+	want(t, args, code, 0, stdout+errs, "input x f32[7 70]: read from "+xfile+"\n",
+		"input offsets i32[4]: generated, seed 3 (the op's generator of valid offsets)",
+		"inputs: 1 read from files, 1 generated (seed 3)")
 }

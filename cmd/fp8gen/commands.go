@@ -157,7 +157,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	of.useTuned = true // run takes what fp8gen tune kept (then the shipped tuning); export the shipped tuning; ir and emit the op's default
 	device := fs.String("device", "auto", "auto (GPU if one is found, else the CPU interpreter), cpu or gpu")
 	inputs := kvFlag{form: "NAME=FILE"}
-	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable")
+	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable; the inputs not read are generated from --seed")
 	outDir := fs.String("out", "", "write every output to DIR/NAME.npy, all or none, creating DIR and missing parents; a NAME.npy that is a symlink is written through")
 	scratch := fs.Bool("scratch", false, "with --out, also write the op's scratch tensors (fp8gen list shows them)")
 	seed := fs.Uint64("seed", 1, "seed of the inputs not read with --in: the same seed gives the same inputs")
@@ -264,11 +264,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if p.Format != nil {
 		format = fmt.Sprintf(", %s (max %g)", p.Format.Name, p.Format.Max)
 	}
-	var ins []string
-	for _, s := range p.SpecsOf(ops.Input) {
-		ins = append(ins, fmt.Sprintf("%s %v%v", s.Name, s.DType, s.Shape))
-	}
-	fmt.Fprintf(&sb, "%s %v on %s%s, target %s%s, %v indexing; inputs %s\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, format, p.Index, strings.Join(ins, ", "))
+	fmt.Fprintf(&sb, "%s %v on %s%s, target %s%s, %v indexing\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, format, p.Index)
+	sb.WriteString(provenance(p, inputs.kv, *seed, *adv))
 	for _, s := range p.Steps {
 		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
 	}
@@ -318,6 +315,44 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("outputs differ from the reference")
 	}
 	return nil
+}
+
+// provenance says where each input of the run came from: the file --in
+// named, or the generator with its seed; and, where some came from files
+// and the others were generated, that too.
+func provenance(p *ops.Plan, files [][2]string, seed uint64, adversarial bool) string {
+	path := map[string]string{}
+	for _, kv := range files {
+		path[kv[0]] = kv[1]
+	}
+	var sb strings.Builder
+	read, made := 0, 0
+	for _, s := range p.SpecsOf(ops.Input) {
+		fmt.Fprintf(&sb, "  input %s %v%v: ", s.Name, s.DType, s.Shape)
+		if f, ok := path[s.Name]; ok {
+			fmt.Fprintf(&sb, "read from %s\n", f)
+			read++
+			continue
+		}
+		made++
+		what := "random integers in [-100, 100]"
+		switch {
+		case p.Op.FillInputs != nil && s.DType.K != ir.KF32 && s.DType.K != ir.KBF16:
+			what = "the op's generator of valid " + s.Name
+		case s.DType.K == ir.KFP8:
+			what = "random FP8 codes"
+		case s.DType.K == ir.KF32 || s.DType.K == ir.KBF16:
+			what = "normal values × 3"
+			if adversarial {
+				what += ", with zeros, ±Inf, NaN, subnormals and values past the format max planted (--adversarial)"
+			}
+		}
+		fmt.Fprintf(&sb, "generated, seed %d (%s)\n", seed, what)
+	}
+	if read > 0 && made > 0 {
+		fmt.Fprintf(&sb, "  inputs: %d read from files, %d generated (seed %d)\n", read, made, seed)
+	}
+	return sb.String()
 }
 
 // maxInterpBytes bounds the tensors of a run in the interpreter, which
