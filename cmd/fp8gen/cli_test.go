@@ -245,3 +245,40 @@ func TestRunInputProvenanceAndSeed(t *testing.T) {
 		"input offsets i32[4]: generated, seed 3 (the op's generator of valid offsets)",
 		"inputs: 1 read from files, 1 generated (seed 3)")
 }
+
+// Refusals of --in name each tensor once and its sizes by name.
+func TestRunInMessagesNameSizes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, a *npy.Array) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := npy.WriteFile(p, a); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	freq := write("freq.npy", npy.FromFloat32([]int{31}, make([]float32, 31)))
+	_, xa := input(t, ir.F32, 7, 70)
+	x := write("x.npy", xa)
+	oneD := write("oned.npy", npy.FromFloat32([]int{6}, make([]float32, 6)))
+	offs := write("offs.npy", npy.FromInt32([]int{3}, []int32{0, 1, 7}))
+	for _, c := range []struct {
+		args []string
+		subs []string
+	}{
+		{cpu("run", "qk_norm_rope", "--opt", "angles=theta", "--shape", "B=2,S=3,HQ=4,HKV=2,D=64", "--in", "inv_freq="+freq),
+			[]string{"--in inv_freq: " + freq + " has 31 elements; inv_freq is [D / 2] = [32] at B=2,D=64,HKV=2,HQ=4,S=3"}},
+		{cpu("run", "qk_norm_rope", "--in", "nope="+freq), []string{"(inputs: qkv, q_weight, k_weight, cos, sin, inv_freq)"}},
+		{cpu("run", "colwise_cast", "--in", "x="+x, "--shape", "M=8,K=70"), []string{"--shape M=8,K=70 gives M=8, but --in x: " + x + " has M=7 (shape [7 70])"}},
+		{cpu("run", "colwise_cast", "--in", "x="+oneD), []string{"has shape [6], 1 dimension; x is [M, K], 2 dimensions"}},
+		{cpu("run", "grouped_colwise_cast", "--in", "offsets="+offs, "--in", "x="+write("x2.npy", xa), "--shape", "E=4,K=70,T=7"), []string{"--shape E=4,K=70,T=7 gives E=4, but --in offsets: " + offs + " has E=3 (shape [3])"}},
+		{[]string{"emit", "rowwise_cast", "--target", "sm_90", "--shape", "M=4611686018427387904,K=4611686018427387904"},
+			[]string{"x would have more than", "(its dimension M is 4611686018427387904)"}},
+	} {
+		code, out, errs := fp8gen(t, c.args...)
+		want(t, c.args, code, 2, errs, c.subs...)
+		if out != "" {
+			t.Errorf("fp8gen %v: stdout %q", c.args, out)
+		}
+	}
+}

@@ -245,7 +245,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("--in %s: %s takes no %s with options %v", n, op.Name, n, p.Options)
 		}
 		if !slices.Equal(a.Shape, t.Shape) {
-			return usagef("--in %s: shape %v, but %s wants %v at %v", n, a.Shape, op.Name, t.Shape, p.Shape)
+			return usagef("--in %s: %s", n, shapeMismatch(p, n, path(inputs.kv, n), a.Shape, t.Shape))
 		}
 		copy(t.Data, a.Data)
 	}
@@ -355,6 +355,40 @@ func provenance(p *ops.Plan, files [][2]string, seed uint64, adversarial bool) s
 	return sb.String()
 }
 
+// shapeMismatch says how a file's shape differs from what tensor name is
+// at the plan's sizes, naming the tensor once and its sizes by name:
+// "x.npy has 4095 elements; x is [K] = [4096] at K=4096".
+func shapeMismatch(p *ops.Plan, name, file string, got, want []int) string {
+	dims := name
+	for _, t := range p.Op.Tensors {
+		if t.Name == name && t.Present(p.Options) {
+			dims = "[" + dimsOf(t) + "]"
+		}
+	}
+	have := fmt.Sprintf("has shape %v", got)
+	if len(got) == 1 && len(want) == 1 {
+		have = fmt.Sprintf("has %d elements", got[0])
+	}
+	return fmt.Sprintf("%s %s; %s is %s = %v at %v", file, have, name, dims, want, p.Shape)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// path is the file --in gave for name.
+func path(kv [][2]string, name string) string {
+	for _, f := range kv {
+		if f[0] == name {
+			return f[1]
+		}
+	}
+	return name
+}
+
 // maxInterpBytes bounds the tensors of a run in the interpreter, which
 // moves a few tens of MB a second.
 const maxInterpBytes = 1 << 30
@@ -368,6 +402,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		path[kv[0]] = kv[1]
 	}
 	sizes := ops.Shape{}
+	from := map[string]string{} // the input each size came from
 	optSet := map[string]string{}
 	flagOpts := o.flagOptions(op)
 	for _, t := range op.Tensors {
@@ -376,14 +411,14 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 			continue
 		}
 		if len(a.Shape) != len(t.Shape) {
-			return usagef("--in %s: %s has shape %v: want %d dimensions (%s)", t.Name, path[t.Name], a.Shape, len(t.Shape), dims(t))
+			return usagef("--in %s: %s has shape %v, %s; %s is [%s], %s", t.Name, path[t.Name], a.Shape, plural(len(a.Shape), "dimension"), t.Name, dimsOf(t), plural(len(t.Shape), "dimension"))
 		}
 		for i, e := range t.Shape {
 			if n := e.Names(); len(n) == 1 && e.String() == n[0] {
 				if v, ok := sizes[n[0]]; ok && v != a.Shape[i] {
-					return usagef("--in %s: size %s=%d, another input gives %d", t.Name, n[0], a.Shape[i], v)
+					return usagef("--in %s: %s gives %s=%d, but --in %s gave %s=%d", t.Name, path[t.Name], n[0], a.Shape[i], from[n[0]], n[0], v)
 				}
-				sizes[n[0]] = a.Shape[i]
+				sizes[n[0]], from[n[0]] = a.Shape[i], t.Name
 			}
 		}
 		dt := map[string]string{npy.Float32: "f32", npy.Uint16: "bf16", npy.Int32: "i32", npy.Int64: "i64", npy.Uint8: "fp8"}[a.Dtype]
@@ -435,7 +470,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		if a, ok := files[t.Name]; ok && t.Present(flagOpts) {
 			for i, e := range t.Shape {
 				if n := e.Names(); len(n) == 1 && e.String() == n[0] && sh[n[0]] != a.Shape[i] {
-					return usagef("--shape %s does not match %s's shape %v in %s", o.shape, t.Name, a.Shape, path[t.Name])
+					return usagef("--shape %s gives %s=%d, but --in %s: %s has %s=%d (shape %v)", o.shape, n[0], sh[n[0]], t.Name, path[t.Name], n[0], a.Shape[i], a.Shape)
 				}
 			}
 		}
@@ -457,7 +492,7 @@ func (o *opFlags) flagOptions(op *ops.Op) ops.Options {
 	return opts
 }
 
-func dims(t ops.Arg) string {
+func dimsOf(t ops.Arg) string {
 	var d []string
 	for _, e := range t.Shape {
 		d = append(d, e.String())
@@ -486,9 +521,9 @@ func readInputs(op *ops.Op, kv [][2]string) (map[string]*npy.Array, error) {
 	for _, f := range kv {
 		name, path := f[0], f[1]
 		if !slices.ContainsFunc(op.Tensors, func(t ops.Arg) bool { return t.Name == name && t.Role == ops.Input }) {
-			var ins []string
+			var ins []string // once each: an op may list a tensor under several options
 			for _, t := range op.Tensors {
-				if t.Role == ops.Input {
+				if t.Role == ops.Input && !slices.Contains(ins, t.Name) {
 					ins = append(ins, t.Name)
 				}
 			}
