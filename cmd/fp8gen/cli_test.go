@@ -282,3 +282,17 @@ func TestRunInMessagesNameSizes(t *testing.T) {
 		}
 	}
 }
+
+// A register estimate above the target's limit says, on its line, that
+// the compiler is expected to fit it; one within the limit has no note.
+func TestRunRegisterNote(t *testing.T) {
+	args := cpu("run", "rowwise_cast", "--target", "sm_90")
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "~273 regs (an estimate above sm_90's 255; the compiler is expected to fit it in ~175)")
+	args = cpu("run", "rowwise_cast", "--target", "gfx942", "--shape", "M=4,K=64")
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, " regs\n")
+	if strings.Contains(out, "an estimate above") {
+		t.Errorf("a kernel within gfx942's registers got the note:\n%s", out)
+	}
+}

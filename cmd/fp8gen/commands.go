@@ -20,6 +20,8 @@ import (
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/schedule"
+	"github.com/fp8gen/fp8gen/target"
 )
 
 func cmdIR(args []string, stdout, stderr io.Writer) error {
@@ -267,7 +269,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(&sb, "%s %v on %s%s, target %s%s, %v indexing\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, format, p.Index)
 	sb.WriteString(provenance(p, inputs.kv, *seed, *adv))
 	for _, s := range p.Steps {
-		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
+		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  %s\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, regsText(s.Resources, p.Target))
 	}
 	if of.tuned {
 		sb.WriteString("  schedule from the tuning cache (fp8gen tune)\n")
@@ -387,6 +389,16 @@ func path(kv [][2]string, name string) string {
 		}
 	}
 	return name
+}
+
+// regsText is the estimated registers of a kernel, with a note where the
+// estimate is above the target's limit but the compiler is expected to fit
+// it (the estimate counts every live tile register; see schedule.Check).
+func regsText(r schedule.Resources, t *target.Target) string {
+	if r.Regs <= t.RegsLane {
+		return fmt.Sprintf("~%d regs", r.Regs)
+	}
+	return fmt.Sprintf("~%d regs (an estimate above %s's %d; the compiler is expected to fit it in ~%d)", r.Regs, t.Name, t.RegsLane, schedule.CompilerRegs(r, t))
 }
 
 // maxInterpBytes bounds the tensors of a run in the interpreter, which

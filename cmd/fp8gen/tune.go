@@ -373,7 +373,7 @@ func sameBytes(a, b map[string]*ops.Tensor) bool {
 func resourcesText(p *ops.Plan, attrs []runtime.KernelAttrs) string {
 	var parts []string
 	for i, s := range p.Steps {
-		regs := fmt.Sprintf("~%d regs", s.Resources.Regs)
+		regs := regsText(s.Resources, p.Target)
 		if i < len(attrs) {
 			regs = fmt.Sprintf("%d regs (~%d estimated), %d B local", attrs[i].Regs, s.Resources.Regs, attrs[i].LocalBytes)
 		}
