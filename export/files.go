@@ -105,7 +105,7 @@ func (b *Bundle) Write(dir string) (err error) {
 	}
 	for _, name := range []string{b.Manifest.Source.File, codeObjectName(b.Manifest), ManifestFile} {
 		if data, ok := files[name]; ok {
-			if err := set.Stage(filepath.Join(dir, name), data); err != nil {
+			if err := set.Stage(throughLinks(filepath.Join(dir, name)), data); err != nil {
 				return err
 			}
 		}
@@ -119,6 +119,26 @@ func (b *Bundle) Write(dir string) (err error) {
 		}
 	}
 	return nil
+}
+
+// throughLinks follows path while it is a symlink, so that Write writes
+// through a link in the folder rather than replacing it.
+func throughLinks(path string) string {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return path
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return path
 }
 
 func codeObjectName(m *Manifest) string {

@@ -299,7 +299,11 @@ func truncated(what string, err error) error {
 	return fmt.Errorf("npy: reading %s: %w", what, err)
 }
 
-// ReadFile reads the .npy file at path.
+// ReadFile reads the .npy file at path: one array, and nothing after its
+// data. Bytes past the data are refused rather than ignored: a file that
+// holds more than its header says (a second array appended, a cut-off
+// copy's tail over a longer one) is not the array a reader would take it
+// for.
 func ReadFile(path string) (*Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -309,6 +313,18 @@ func ReadFile(path string) (*Array, error) {
 	a, err := Read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	end, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	extra, err := io.Copy(io.Discard, f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: npy: reading past the data: %w", path, err)
+	}
+	if extra > 0 {
+		return nil, fmt.Errorf("%s: npy: %d bytes after the data: the header and the %d data bytes of shape %v %s end at byte %d, the file holds %d",
+			path, extra, len(a.Data), a.Shape, a.Dtype, end, end+extra)
 	}
 	return a, nil
 }

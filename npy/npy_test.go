@@ -230,3 +230,31 @@ func TestFromPanicsOnMismatch(t *testing.T) {
 	}()
 	FromFloat32([]int{2, 3}, make([]float32, 5))
 }
+
+// ReadFile refuses a file with bytes after the array's data, saying how
+// many and where the data ends; Read, which reads a stream, leaves them.
+func TestReadFileRefusesTrailingBytes(t *testing.T) {
+	good := file(1, numpyHeader, make([]byte, 48)) // 128-byte preamble, 48 data bytes
+	path := filepath.Join(t.TempDir(), "x.npy")
+	if err := os.WriteFile(path, append(good, "tail!"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadFile(path)
+	want := path + ": npy: 5 bytes after the data: the header and the 48 data bytes of shape [3 4] <f4 end at byte 176, the file holds 181"
+	if err == nil || err.Error() != want {
+		t.Errorf("ReadFile with 5 trailing bytes: %v\nwant %s", err, want)
+	}
+	r := bytes.NewReader(append(good, "tail!"...))
+	if _, err := Read(r); err != nil {
+		t.Errorf("Read of a stream with more after the array: %v", err)
+	}
+	if r.Len() != 5 {
+		t.Errorf("Read left %d bytes of the stream, want the 5 after the array", r.Len())
+	}
+	if err := os.WriteFile(path, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(path); err != nil {
+		t.Errorf("ReadFile of the same file without the tail: %v", err)
+	}
+}

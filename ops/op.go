@@ -650,8 +650,11 @@ func (op *Op) checkShape(c *Call) error {
 			if err != nil {
 				return fmt.Errorf("%s: %s's shape at %v: %v", op.Name, t.Name, sh, err)
 			}
-			if d <= 0 || elems > MaxElems/d {
-				return fmt.Errorf("%s: %s of %v elements at %v: more than %d", op.Name, t.Name, e, sh, int64(MaxElems))
+			if d <= 0 {
+				return fmt.Errorf("%s: at %v, %s's dimension %v is %d: want at least 1", op.Name, sh, t.Name, e, d)
+			}
+			if elems > MaxElems/d {
+				return fmt.Errorf("%s: at %v, %s would have more than %d elements (its dimension %v is %d)", op.Name, sh, t.Name, int64(MaxElems), e, d)
 			}
 			elems *= d
 		}

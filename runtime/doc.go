@@ -18,7 +18,10 @@
 // then libamdhip64.so. Only one vendor's library is loaded per process.
 // Every error that means "no usable GPU here" (no library, a driver that
 // will not initialise, no device) wraps ErrNoDevice, and callers fall back
-// to the CPU interpreter on it.
+// to the CPU interpreter on it. A binary built without cgo
+// (CGO_ENABLED=0) loads no driver: Open fails with ErrNoDevice and
+// ErrNoCgo, while Compiler and everything else that needs no device work
+// as in the cgo build.
 //
 // A Device owns the device's primary context (NVIDIA) and one stream.
 // Its methods are serialised by a mutex, and every C call first makes the

@@ -240,20 +240,31 @@ func versionMemoKey(k versionKey) string {
 // is kept per identity, since another compiler may favour another
 // schedule.
 func (c *Compiler) Identity(ctx context.Context, t *target.Target) (string, error) {
-	tool, err := findTool(toolchainFor(t.Vendor))
+	tool, version, err := c.Tool(ctx, t.Vendor)
 	if err != nil {
 		return "", err
+	}
+	return filepath.Base(tool) + " " + version, nil
+}
+
+// Tool is the compiler Compile would use for vendor v's targets (nvcc or
+// hipcc): its path, and the line of its --version output that names the
+// version. The error wraps ErrNoCompiler where none is found.
+func (c *Compiler) Tool(ctx context.Context, v target.Vendor) (path, version string, err error) {
+	tool, err := findTool(toolchainFor(v))
+	if err != nil {
+		return "", "", err
 	}
 	limit, err := c.timeout()
 	if err != nil {
-		return "", err
+		return tool, "", err
 	}
 	dir, _ := c.dir() // no cache folder: --version each process
-	v, err := toolVersion(ctx, tool, dir, limit)
+	out, err := toolVersion(ctx, tool, dir, limit)
 	if err != nil {
-		return "", err
+		return tool, "", err
 	}
-	return filepath.Base(tool) + " " + versionLine(v), nil
+	return tool, versionLine(out), nil
 }
 
 // versionLine picks the line of a --version output that names the version

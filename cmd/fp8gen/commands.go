@@ -19,13 +19,15 @@ import (
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/npy"
 	"github.com/fp8gen/fp8gen/ops"
-	"github.com/fp8gen/fp8gen/tune"
+	"github.com/fp8gen/fp8gen/runtime"
+	"github.com/fp8gen/fp8gen/schedule"
+	"github.com/fp8gen/fp8gen/target"
 )
 
 func cmdIR(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ir", "ir OP [--after PASS] [--target T] [--shape M=…,K=…] [--schedule …]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's, else sm_90", "the op's example shape")
 	after := fs.String("after", "", "print the IR after this lowering pass: "+strings.Join(lower.PassNames(), ", ")+" (default: before lowering)")
 	kernel := fs.String("kernel", "", "only this kernel of the op")
 	name, err := parse(fs, args, true)
@@ -35,7 +37,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 	if *after != "" && !slices.Contains(lower.PassNames(), *after) {
 		return usagef("--after %q: passes are %s", *after, strings.Join(lower.PassNames(), ", "))
 	}
-	p, err := of.planFor(name)
+	p, err := of.planFor(name, true)
 	if err != nil {
 		return err
 	}
@@ -78,24 +80,21 @@ func cmdIR(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdEmit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("emit", "emit OP --target T [--shape M=…,K=…] [--schedule k=v,…] [-o FILE]", stderr)
+	fs := newFlags("emit", "emit OP [--target T] [--shape M=…,K=…] [--schedule k=v,…] [-o FILE]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's; without one, --target is required", "the op's example shape")
 	out := fs.String("o", "", "write to FILE (atomically; through a symlink to its target) instead of stdout")
 	name, err := parse(fs, args, true)
 	if err != nil {
 		return err
 	}
-	if of.target == "" {
-		return usagef("--target is required (one of %s)", "gfx942, gfx950, sm_90")
-	}
 	path := *out
 	if path != "" {
-		if path, err = outputFile(path); err != nil {
+		if path, err = outputFile("-o", path); err != nil {
 			return err
 		}
 	}
-	p, err := of.planFor(name)
+	p, err := of.planFor(name, false)
 	if err != nil {
 		return err
 	}
@@ -110,38 +109,60 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	return atomicfile.WriteFile(path, []byte(u.Source))
 }
 
-// outputFile is where -o FILE writes: FILE, or the target of a symlink
-// FILE; a folder, FIFO or device is refused before any work.
-func outputFile(path string) (string, error) {
-	real := path
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		real = r
+// outputFile is where the flag's FILE is written: FILE, or the file a
+// symlink FILE points to (followed even where that file does not exist
+// yet), so that a link is written through and never replaced; a folder,
+// FIFO or device, or a missing folder, is refused before any work.
+func outputFile(flag, path string) (string, error) {
+	real, err := throughLinks(path)
+	if err != nil {
+		return "", usagef("%s %s: %v", flag, path, err)
 	}
 	fi, err := os.Stat(real)
 	switch {
 	case err == nil && fi.IsDir():
-		return "", usagef("-o %s is a folder", path)
+		return "", usagef("%s %s is a folder, not a file", flag, path)
 	case err == nil && !fi.Mode().IsRegular():
-		return "", usagef("-o %s is a %v, not a regular file", path, fi.Mode().Type())
+		return "", usagef("%s %s is a %v, not a regular file", flag, path, fi.Mode().Type())
 	case err != nil && !os.IsNotExist(err):
-		return "", usagef("-o %s: %v", path, err)
+		return "", usagef("%s %s: %v", flag, path, err)
 	}
 	if di, err := os.Stat(filepath.Dir(real)); err != nil || !di.IsDir() {
-		return "", usagef("-o %s: folder %s does not exist", path, filepath.Dir(real))
+		return "", usagef("%s %s: folder %s does not exist", flag, path, filepath.Dir(real))
 	}
 	return real, nil
 }
 
+// throughLinks follows path while it is a symlink, to the path it ends at.
+func throughLinks(path string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("too many levels of symlinks")
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "run OP --shape M=…,K=… [--device auto|cpu|gpu] [--target T] [--in NAME=FILE.npy] [--out DIR]", stderr)
+	fs := newFlags("run", "run OP [--shape M=…,K=…] [--device auto|cpu|gpu] [--target T] [--in NAME=FILE.npy] [--out DIR]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's, else sm_90 in the interpreter", "the sizes the --in files give, the rest from the op's example shape")
 	of.useTuned = true // run takes what fp8gen tune kept (then the shipped tuning); export the shipped tuning; ir and emit the op's default
 	device := fs.String("device", "auto", "auto (GPU if one is found, else the CPU interpreter), cpu or gpu")
 	inputs := kvFlag{form: "NAME=FILE"}
-	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable")
-	outDir := fs.String("out", "", "write every output to DIR/NAME.npy (all or none)")
-	seed := fs.Uint64("seed", 1, "seed of the generated inputs")
+	fs.Var(&inputs, "in", "read an input from .npy: NAME=FILE (float32 <f4, bf16 bits as uint16 <u2, int32 <i4, int64 <i8, fp8 bytes |u1); repeatable; the inputs not read are generated from --seed")
+	outDir := fs.String("out", "", "write every output to DIR/NAME.npy, all or none, creating DIR and missing parents; a NAME.npy that is a symlink is written through")
+	scratch := fs.Bool("scratch", false, "with --out, also write the op's scratch tensors (fp8gen list shows them)")
+	seed := fs.Uint64("seed", 1, "seed of the inputs not read with --in: the same seed gives the same inputs")
 	adv := fs.Bool("adversarial", false, "plant zeros, ±Inf, NaN, subnormals and values past the format max in the inputs")
 	name, err := parse(fs, args, true)
 	if err != nil {
@@ -150,6 +171,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	op, err := ops.Lookup(name)
 	if err != nil {
 		return usageError{err}
+	}
+	if *scratch && *outDir == "" {
+		return usagef("--scratch without --out: nothing would be written")
 	}
 	if *device != "auto" && *device != "cpu" && *device != "gpu" {
 		return usagef("--device %q: want auto, cpu or gpu", *device)
@@ -160,9 +184,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := of.fromFiles(op, files, inputs.kv); err != nil {
 		return err
-	}
-	if of.shape == "" {
-		return usagef("--shape is required (e.g. --shape %s, the example) unless --in files give it", tune.ShapeText(op, op.Example))
 	}
 	if _, err := lookupTarget(of.target); err != nil {
 		return err
@@ -180,6 +201,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			}
 		case *device == "gpu" || !backend.IsNoDevice(err):
 			return err
+		case errors.Is(err, runtime.ErrNoCgo):
+			note = " interpreter (no GPU: this fp8gen was built without cgo)"
 		default:
 			note = " interpreter (no GPU found)"
 		}
@@ -201,14 +224,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s at %v moves %d bytes: more than the interpreter runs in reasonable time (%d); use a GPU or a smaller shape", op.Name, p.Shape, total, maxInterpBytes)
 		}
 	}
+	roles := []ops.Role{ops.Output}
+	if *scratch {
+		roles = append(roles, ops.Scratch)
+	}
+	var outPaths map[string]string
 	if *outDir != "" {
-		created, err := prepareOut(*outDir)
-		if err != nil {
+		var names []string
+		for _, s := range p.SpecsOf(roles...) {
+			names = append(names, s.Name)
+		}
+		var undo func()
+		if outPaths, undo, err = prepareOut(*outDir, names); err != nil {
 			return err
 		}
-		if created {
-			defer os.Remove(*outDir) // only if still empty: the run failed
-		}
+		defer undo() // removes the folders it made that are still empty: the run failed
 	}
 	in := ops.Inputs(p.Call, *seed, *adv)
 	for n, a := range files {
@@ -217,7 +247,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("--in %s: %s takes no %s with options %v", n, op.Name, n, p.Options)
 		}
 		if !slices.Equal(a.Shape, t.Shape) {
-			return usagef("--in %s: shape %v, but %s wants %v at %v", n, a.Shape, op.Name, t.Shape, p.Shape)
+			return usagef("--in %s: %s", n, shapeMismatch(p, n, path(inputs.kv, n), a.Shape, t.Shape))
 		}
 		copy(t.Data, a.Data)
 	}
@@ -236,13 +266,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if p.Format != nil {
 		format = fmt.Sprintf(", %s (max %g)", p.Format.Name, p.Format.Max)
 	}
-	var ins []string
-	for _, s := range p.SpecsOf(ops.Input) {
-		ins = append(ins, fmt.Sprintf("%s %v%v", s.Name, s.DType, s.Shape))
-	}
-	fmt.Fprintf(&sb, "%s %v on %s%s, target %s%s, %v indexing; inputs %s\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, format, p.Index, strings.Join(ins, ", "))
+	fmt.Fprintf(&sb, "%s %v on %s%s, target %s%s, %v indexing\n", op.Name, p.Shape, be.Name(), note, p.Target.Name, format, p.Index)
+	sb.WriteString(provenance(p, inputs.kv, *seed, *adv))
 	for _, s := range p.Steps {
-		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  ~%d regs\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, s.Resources.Regs)
+		fmt.Fprintf(&sb, "  kernel %-16s schedule %v  grid %v  threads %d  LDS %d B  %s\n", s.Func.Name, p.Schedule, s.Grid, s.Resources.Threads, s.Resources.LDSBytes, regsText(s.Resources, p.Target))
 	}
 	if of.tuned {
 		sb.WriteString("  schedule from the tuning cache (fp8gen tune)\n")
@@ -270,10 +297,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&sb, "  check: MISMATCH\n%v\n", mismatch)
 	}
 	if *outDir != "" {
-		if err := writeOutputs(*outDir, out); err != nil {
+		if err := writeOutputs(outPaths, out); err != nil {
 			return err
 		}
-		fmt.Fprintf(&sb, "  wrote %d outputs to %s\n", len(out), *outDir)
+		fmt.Fprintf(&sb, "  wrote %d outputs to %s: %s", len(outPaths), *outDir, strings.Join(slices.Sorted(maps.Keys(outPaths)), ", "))
+		if sc := p.SpecsOf(ops.Scratch); len(sc) > 0 && !*scratch {
+			var ns []string
+			for _, s := range sc {
+				ns = append(ns, s.Name)
+			}
+			fmt.Fprintf(&sb, " (scratch not written: %s; add --scratch)", strings.Join(ns, ", "))
+		}
+		sb.WriteByte('\n')
 	}
 	if _, err := io.WriteString(stdout, sb.String()); err != nil {
 		return err
@@ -282,6 +317,88 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("outputs differ from the reference")
 	}
 	return nil
+}
+
+// provenance says where each input of the run came from: the file --in
+// named, or the generator with its seed; and, where some came from files
+// and the others were generated, that too.
+func provenance(p *ops.Plan, files [][2]string, seed uint64, adversarial bool) string {
+	path := map[string]string{}
+	for _, kv := range files {
+		path[kv[0]] = kv[1]
+	}
+	var sb strings.Builder
+	read, made := 0, 0
+	for _, s := range p.SpecsOf(ops.Input) {
+		fmt.Fprintf(&sb, "  input %s %v%v: ", s.Name, s.DType, s.Shape)
+		if f, ok := path[s.Name]; ok {
+			fmt.Fprintf(&sb, "read from %s\n", f)
+			read++
+			continue
+		}
+		made++
+		what := "random integers in [-100, 100]"
+		switch {
+		case p.Op.FillInputs != nil && s.DType.K != ir.KF32 && s.DType.K != ir.KBF16:
+			what = "the op's generator of valid " + s.Name
+		case s.DType.K == ir.KFP8:
+			what = "random FP8 codes"
+		case s.DType.K == ir.KF32 || s.DType.K == ir.KBF16:
+			what = "normal values × 3"
+			if adversarial {
+				what += ", with zeros, ±Inf, NaN, subnormals and values past the format max planted (--adversarial)"
+			}
+		}
+		fmt.Fprintf(&sb, "generated, seed %d (%s)\n", seed, what)
+	}
+	if read > 0 && made > 0 {
+		fmt.Fprintf(&sb, "  inputs: %d read from files, %d generated (seed %d)\n", read, made, seed)
+	}
+	return sb.String()
+}
+
+// shapeMismatch says how a file's shape differs from what tensor name is
+// at the plan's sizes, naming the tensor once and its sizes by name:
+// "x.npy has 4095 elements; x is [K] = [4096] at K=4096".
+func shapeMismatch(p *ops.Plan, name, file string, got, want []int) string {
+	dims := name
+	for _, t := range p.Op.Tensors {
+		if t.Name == name && t.Present(p.Options) {
+			dims = "[" + dimsOf(t) + "]"
+		}
+	}
+	have := fmt.Sprintf("has shape %v", got)
+	if len(got) == 1 && len(want) == 1 {
+		have = fmt.Sprintf("has %d elements", got[0])
+	}
+	return fmt.Sprintf("%s %s; %s is %s = %v at %v", file, have, name, dims, want, p.Shape)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// path is the file --in gave for name.
+func path(kv [][2]string, name string) string {
+	for _, f := range kv {
+		if f[0] == name {
+			return f[1]
+		}
+	}
+	return name
+}
+
+// regsText is the estimated registers of a kernel, with a note where the
+// estimate is above the target's limit but the compiler is expected to fit
+// it (the estimate counts every live tile register; see schedule.Check).
+func regsText(r schedule.Resources, t *target.Target) string {
+	if r.Regs <= t.RegsLane {
+		return fmt.Sprintf("~%d regs", r.Regs)
+	}
+	return fmt.Sprintf("~%d regs (an estimate above %s's %d; the compiler is expected to fit it in ~%d)", r.Regs, t.Name, t.RegsLane, schedule.CompilerRegs(r, t))
 }
 
 // maxInterpBytes bounds the tensors of a run in the interpreter, which
@@ -297,6 +414,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		path[kv[0]] = kv[1]
 	}
 	sizes := ops.Shape{}
+	from := map[string]string{} // the input each size came from
 	optSet := map[string]string{}
 	flagOpts := o.flagOptions(op)
 	for _, t := range op.Tensors {
@@ -305,14 +423,14 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 			continue
 		}
 		if len(a.Shape) != len(t.Shape) {
-			return usagef("--in %s: %s has shape %v: want %d dimensions (%s)", t.Name, path[t.Name], a.Shape, len(t.Shape), dims(t))
+			return usagef("--in %s: %s has shape %v, %s; %s is [%s], %s", t.Name, path[t.Name], a.Shape, plural(len(a.Shape), "dimension"), t.Name, dimsOf(t), plural(len(t.Shape), "dimension"))
 		}
 		for i, e := range t.Shape {
 			if n := e.Names(); len(n) == 1 && e.String() == n[0] {
 				if v, ok := sizes[n[0]]; ok && v != a.Shape[i] {
-					return usagef("--in %s: size %s=%d, another input gives %d", t.Name, n[0], a.Shape[i], v)
+					return usagef("--in %s: %s gives %s=%d, but --in %s gave %s=%d", t.Name, path[t.Name], n[0], a.Shape[i], from[n[0]], n[0], v)
 				}
-				sizes[n[0]] = a.Shape[i]
+				sizes[n[0]], from[n[0]] = a.Shape[i], t.Name
 			}
 		}
 		dt := map[string]string{npy.Float32: "f32", npy.Uint16: "bf16", npy.Int32: "i32", npy.Int64: "i64", npy.Uint8: "fp8"}[a.Dtype]
@@ -347,10 +465,14 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		return nil
 	}
 	if o.shape == "" {
-		if len(sizes) == len(op.Sizes) {
-			o.shape = sizes.String()
+		// The sizes no file gives come from the example.
+		for _, n := range op.Sizes {
+			if _, ok := sizes[n]; !ok {
+				sizes[n] = op.Example[n]
+			}
 		}
-		return nil // else --shape must give the rest
+		o.shape = sizes.String()
+		return nil
 	}
 	sh, err := parseShape(o.shape)
 	if err != nil {
@@ -360,7 +482,7 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 		if a, ok := files[t.Name]; ok && t.Present(flagOpts) {
 			for i, e := range t.Shape {
 				if n := e.Names(); len(n) == 1 && e.String() == n[0] && sh[n[0]] != a.Shape[i] {
-					return usagef("--shape %s does not match %s's shape %v in %s", o.shape, t.Name, a.Shape, path[t.Name])
+					return usagef("--shape %s gives %s=%d, but --in %s: %s has %s=%d (shape %v)", o.shape, n[0], sh[n[0]], t.Name, path[t.Name], n[0], a.Shape[i], a.Shape)
 				}
 			}
 		}
@@ -382,7 +504,7 @@ func (o *opFlags) flagOptions(op *ops.Op) ops.Options {
 	return opts
 }
 
-func dims(t ops.Arg) string {
+func dimsOf(t ops.Arg) string {
 	var d []string
 	for _, e := range t.Shape {
 		d = append(d, e.String())
@@ -411,9 +533,9 @@ func readInputs(op *ops.Op, kv [][2]string) (map[string]*npy.Array, error) {
 	for _, f := range kv {
 		name, path := f[0], f[1]
 		if !slices.ContainsFunc(op.Tensors, func(t ops.Arg) bool { return t.Name == name && t.Role == ops.Input }) {
-			var ins []string
+			var ins []string // once each: an op may list a tensor under several options
 			for _, t := range op.Tensors {
-				if t.Role == ops.Input {
+				if t.Role == ops.Input && !slices.Contains(ins, t.Name) {
 					ins = append(ins, t.Name)
 				}
 			}
@@ -429,30 +551,60 @@ func readInputs(op *ops.Op, kv [][2]string) (map[string]*npy.Array, error) {
 }
 
 // prepareOut makes sure --out is a folder that can be written, before the
-// run: created if missing (created reports it); a file, or a path through
-// one, is refused.
-func prepareOut(dir string) (created bool, err error) {
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && !fi.IsDir():
-		return false, usagef("--out %s is not a folder", dir)
-	case err != nil && !os.IsNotExist(err):
-		return false, usagef("--out %s: %v", dir, err)
-	case err != nil:
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return false, usagef("--out %s: %v", dir, err)
+// run, creating it and its missing parents (undo removes those still
+// empty), and says where each of names is written: DIR/NAME.npy, or the
+// file a symlink there points to. A file on the way to DIR, or a NAME.npy
+// that is a folder, is refused.
+func prepareOut(dir string, names []string) (paths map[string]string, undo func(), err error) {
+	var made []string // the folders made, deepest first
+	remove := func() {
+		for _, d := range made {
+			os.Remove(d) // only if still empty
 		}
-		created = true
+	}
+	defer func() {
+		if err != nil {
+			remove()
+		}
+	}()
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				if d == filepath.Clean(dir) {
+					return nil, nil, usagef("--out %s is not a folder", dir)
+				}
+				return nil, nil, usagef("--out %s: %s is a file, not a folder", dir, d)
+			}
+			break
+		}
+		if !os.IsNotExist(err) {
+			return nil, nil, usagef("--out %s: %v", dir, err)
+		}
+		missing = append(missing, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !os.IsExist(err) {
+			return nil, nil, usagef("--out %s: %v", dir, err)
+		}
+		made = append([]string{missing[i]}, made...)
+	}
+	paths = map[string]string{}
+	for _, n := range names {
+		if paths[n], err = outputFile("--out", filepath.Join(dir, n+".npy")); err != nil {
+			return nil, nil, err
+		}
 	}
 	f, err := os.CreateTemp(dir, ".fp8gen-probe-*")
 	if err != nil {
-		if created {
-			os.Remove(dir)
-		}
-		return false, usagef("--out %s: cannot write there: %v", dir, err)
+		return nil, nil, usagef("--out %s: cannot write there: %v", dir, err)
 	}
 	f.Close()
-	return created, os.Remove(f.Name())
+	return paths, remove, os.Remove(f.Name())
 }
 
 // npyDtype is how a tensor's elements are stored in .npy.
@@ -472,17 +624,18 @@ func npyDtype(d ir.DType) string {
 	panic("BUG: no .npy dtype for " + d.String())
 }
 
-// writeOutputs writes each output as .npy, all or none.
-func writeOutputs(dir string, out map[string]*ops.Tensor) error {
+// writeOutputs writes each tensor of out that paths names to its path as
+// .npy, all or none.
+func writeOutputs(paths map[string]string, out map[string]*ops.Tensor) error {
 	var set atomicfile.Set
-	for _, n := range slices.Sorted(maps.Keys(out)) {
+	for _, n := range slices.Sorted(maps.Keys(paths)) {
 		t := out[n]
 		var buf bytes.Buffer
 		if err := npy.Write(&buf, &npy.Array{Dtype: npyDtype(t.DType), Shape: t.Shape, Data: t.Data}); err != nil {
 			set.Abort()
 			return err
 		}
-		if err := set.Stage(filepath.Join(dir, n+".npy"), buf.Bytes()); err != nil {
+		if err := set.Stage(paths[n], buf.Bytes()); err != nil {
 			return fmt.Errorf("writing %s: %w (no output written)", n, err)
 		}
 	}

@@ -14,9 +14,9 @@ import (
 )
 
 func cmdExport(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", "export OP --target T [--shape M=…,K=…] [--schedule k=v,…] [--compile auto|yes|no] [--object-arch A] -o DIR", stderr)
+	fs := newFlags("export", "export OP [--target T] [--shape M=…,K=…] [--schedule k=v,…] [--compile auto|yes|no] [--object-arch A] -o DIR", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's; without one, --target is required", "the op's example shape")
 	of.useShipped = true // as generate: the same file on every machine, whatever its tuning cache
 	out := fs.String("o", "", "write manifest.json, the source and the code object to the folder DIR (all or none)")
 	compile := fs.String("compile", "auto", "build the code object: yes (fail without the target's compiler), no, or auto (where the compiler is found)")
@@ -24,9 +24,6 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	name, err := parse(fs, args, true)
 	if err != nil {
 		return err
-	}
-	if of.target == "" {
-		return usagef("--target is required (one of %s)", "gfx942, gfx950, sm_90")
 	}
 	if *out == "" {
 		return usagef("-o DIR is required")
@@ -47,7 +44,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil && !os.IsNotExist(err) {
 		return usagef("-o %s: %v", *out, err)
 	}
-	p, err := of.planFor(name)
+	p, err := of.planFor(name, false)
 	if err != nil {
 		return err
 	}
@@ -69,6 +66,18 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if fi, err := os.Stat(*out); err == nil && fi.IsDir() {
+		// A folder, or other non-file, where a file of the export goes
+		// is refused; a symlink is written through.
+		for _, f := range []string{export.ManifestFile, b.Manifest.Source.File, codeObjectName(b)} {
+			if f == "" {
+				continue
+			}
+			if _, err := outputFile("-o", filepath.Join(*out, f)); err != nil {
+				return err
+			}
+		}
+	}
 	if err := b.Write(*out); err != nil {
 		return err
 	}
@@ -79,6 +88,13 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "%s: %s for %s, kernels %s; %s\n", filepath.Join(*out, export.ManifestFile), m.Op, m.Target.Name, strings.Join(ks, ", "), obj)
 	return err
+}
+
+func codeObjectName(b *export.Bundle) string {
+	if b.Manifest.CodeObject == nil {
+		return ""
+	}
+	return b.Manifest.CodeObject.File.File
 }
 
 // underAFile refuses a path one of whose parents exists and is not a folder.

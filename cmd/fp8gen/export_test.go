@@ -33,7 +33,6 @@ func TestExport(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"export", "rowwise_cast", "-o", dir}, "--target is required"},
 		{[]string{"export", "rowwise_cast", "--target", "sm_90"}, "-o DIR is required"},
 		{[]string{"export", "rowwise_cast", "--target", "sm_90", "--compile", "maybe", "-o", dir}, `--compile "maybe": want auto, yes or no`},
 		{[]string{"export", "rowwise_cast", "--target", "sm_90", "--compile", "no", "--object-arch", "sm_80", "-o", dir}, "nothing would be compiled"},

@@ -49,6 +49,12 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if *out == "" || !strings.HasSuffix(*out, ".go") {
 		return usagef("-o FILE.go is required")
 	}
+	// The Go file is written through a symlink; its exports go beside the
+	// link, in the package's folder.
+	goFile, err := outputFile("-o", *out)
+	if err != nil {
+		return err
+	}
 	if *pkg == "" {
 		*pkg = os.Getenv("GOPACKAGE")
 	}
@@ -180,7 +186,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	// exports moved aside, then the new ones and the Go file put in place;
 	// a failure puts the old ones back.
 	var set atomicfile.Set
-	if err := set.Stage(*out, src.Bytes()); err != nil {
+	if err := set.Stage(goFile, src.Bytes()); err != nil {
 		return err
 	}
 	final := filepath.Join(dir, kdir)

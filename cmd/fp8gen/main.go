@@ -3,8 +3,8 @@
 //
 //	fp8gen list                                  ops and targets
 //	fp8gen ir OP [--after PASS]                  the IR, before lowering or after a pass
-//	fp8gen emit OP --target T [-o FILE]          HIP C++ for a target
-//	fp8gen run OP --shape M=…,K=…                run, check against the reference, report
+//	fp8gen emit OP [--target T] [-o FILE]        HIP C++ for a target (default: the GPU's)
+//	fp8gen run OP [--shape M=…,K=…]              run, check against the reference, report
 //	fp8gen bench                                 time against a device copy and PyTorch
 //
 // Every command works from the op's description (package ops): its sizes,
@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -27,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fp8gen/fp8gen/backend"
 	"github.com/fp8gen/fp8gen/ops"
 	fpruntime "github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
@@ -52,6 +54,7 @@ var commands = []struct {
 	{"export", "write an op as HIP source, code object and manifest.json for other programs", cmdExport},
 	{"generate", "write typed Go launchers of ops, with their exports embedded (for go:generate)", cmdGenerate},
 	{"tune", "time the best candidate schedules of an op on the GPU and keep the fastest in the tuning cache", cmdTune},
+	{"version", "print fp8gen's version, commit and Go release, and the GPU compilers it finds", cmdVersion},
 }
 
 func main() {
@@ -82,12 +85,17 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 			code = 3
 		}
 	}()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		// No command is misuse: the usage goes with the other refusals.
+		topUsage(stderr)
+		return 2
+	}
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if err := topUsage(stdout); err != nil {
 			return 1
-		}
-		if len(args) == 0 {
-			return 2
 		}
 		return 0
 	}
@@ -103,7 +111,9 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 				return 0
 			case errors.Is(err, flag.ErrHelp):
 				return 0
-			case errors.As(err, new(usageError)):
+			case errors.As(err, new(usageError)) || errors.Is(err, fpruntime.ErrNoCgo):
+				// A binary without cgo refuses GPU work whatever the
+				// machine holds: misuse of this build, not a failed run.
 				fmt.Fprintf(stderr, "fp8gen %s: %v\n", c.name, oneLine(err))
 				return 2
 			}
@@ -253,10 +263,12 @@ type opFlags struct {
 	tuned                            bool // plan took it from there
 }
 
-func (o *opFlags) register(fs *flag.FlagSet, defShape string) {
+// register adds the shared flags; targetDefault and shapeDefault say, for
+// the help, what the command takes where --target or --shape is not given.
+func (o *opFlags) register(fs *flag.FlagSet, targetDefault, shapeDefault string) {
 	o.fs = fs
-	fs.StringVar(&o.target, "target", "", "target: "+strings.Join(target.Names(), ", ")+" (default: the GPU's, else sm_90)")
-	fs.StringVar(&o.shape, "shape", defShape, "problem size, e.g. M=4096,K=4096 (default: the op's example shape)")
+	fs.StringVar(&o.target, "target", "", "target: "+strings.Join(target.Names(), ", ")+" (default: "+targetDefault+")")
+	fs.StringVar(&o.shape, "shape", "", "problem size, e.g. M=4096,K=4096 (default: "+shapeDefault+")")
 	fs.StringVar(&o.sched, "schedule", "", "override schedule knobs, e.g. WARPS=8,ROWS=1")
 	fs.StringVar(&o.in, "in-dtype", "bf16", "element type of x: bf16 or f32 (the option in)")
 	fs.StringVar(&o.family, "fp8", "e4m3", "fp8 family: e4m3 or e5m2; the format itself comes from the target (the option fp8)")
@@ -313,6 +325,13 @@ func parseKV(what, s string) (map[string]int, error) {
 			return nil, usagef("%s %q: %q is not NAME=VALUE", what, s, kv)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if errors.Is(err, strconv.ErrRange) {
+			bound := fmt.Sprintf("at most %d", math.MaxInt64)
+			if strings.HasPrefix(strings.TrimSpace(v), "-") {
+				bound = fmt.Sprintf("at least %d", math.MinInt64)
+			}
+			return nil, usagef("%s %q: %s=%s overflows int64 (%s)", what, s, k, strings.TrimSpace(v), bound)
+		}
 		if err != nil {
 			return nil, usagef("%s %q: %s=%s is not an integer", what, s, k, v)
 		}
@@ -372,13 +391,48 @@ func (o *opFlags) plan(opName string, t *target.Target) (*ops.Plan, error) {
 	return p, nil
 }
 
-// planFor plans op on the --target flag's target (sm_90 if none).
-func (o *opFlags) planFor(opName string) (*ops.Plan, error) {
-	t, err := lookupTarget(o.target)
+// planFor plans op on the --target flag's target, else the GPU's; with
+// neither, on sm_90 where orSM90, else it is refused.
+func (o *opFlags) planFor(opName string, orSM90 bool) (*ops.Plan, error) {
+	t, err := targetOrGPU(o.target, orSM90)
 	if err != nil {
 		return nil, err
 	}
 	return o.plan(opName, t)
+}
+
+// detectGPU is the target of the machine's GPU 0; the error wraps
+// runtime.ErrNoDevice where there is none. Tests replace it.
+var detectGPU = func() (*target.Target, error) {
+	g, err := backend.OpenGPU()
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	return g.T, nil
+}
+
+// targetOrGPU is the target named, else the GPU's. Without a name and a
+// GPU it is sm_90 where orSM90, else a usage error saying to pass --target.
+func targetOrGPU(name string, orSM90 bool) (*target.Target, error) {
+	if name != "" {
+		return lookupTarget(name)
+	}
+	t, err := detectGPU()
+	if err == nil {
+		return t, nil
+	}
+	if orSM90 {
+		return lookupTarget("sm_90")
+	}
+	why := "no GPU found"
+	switch {
+	case errors.Is(err, fpruntime.ErrNoCgo):
+		why = "no GPU: this fp8gen was built without cgo"
+	case !backend.IsNoDevice(err):
+		why = "the GPU's target is unknown (" + oneLine(err) + ")"
+	}
+	return nil, usagef("%s to take the target from: pass --target (one of %s)", why, strings.Join(target.Names(), ", "))
 }
 
 func lookupTarget(name string) (*target.Target, error) {

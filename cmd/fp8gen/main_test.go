@@ -142,9 +142,13 @@ func TestHelp(t *testing.T) {
 		code, out, _ := fp8gen(t, a)
 		want(t, []string{a}, code, 0, out, "Usage: fp8gen COMMAND", "list", "ir", "emit", "run", "bench")
 	}
-	code, out, _ := fp8gen(t)
-	want(t, nil, code, 2, out, "Usage: fp8gen COMMAND")
-	code, _, errs := fp8gen(t, "frobnicate")
+	// No command at all is misuse: the usage on stderr, nothing on stdout.
+	code, out, errs := fp8gen(t)
+	want(t, nil, code, 2, errs, "Usage: fp8gen COMMAND", "run")
+	if out != "" {
+		t.Errorf("fp8gen with no command wrote to stdout: %q", out)
+	}
+	code, _, errs = fp8gen(t, "frobnicate")
 	want(t, []string{"frobnicate"}, code, 2, errs, `unknown command "frobnicate"`)
 	for _, c := range []string{"list", "ir", "emit", "run", "bench"} {
 		code, _, errs := fp8gen(t, c, "--help")
@@ -275,7 +279,6 @@ func TestEmitErrors(t *testing.T) {
 		args []string
 		subs []string
 	}{
-		{[]string{"emit", "rowwise_cast"}, []string{"--target is required", "gfx942", "gfx950", "sm_90"}},
 		{[]string{"emit", "rowwise_cast", "--target", "sm_99"}, []string{`"sm_99"`, "gfx942, gfx950, sm_90"}},
 		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=64", "-o", out}, []string{"schedule knob WARPS=64: want a power of two in [1, 16] on gfx942"}},
 		{[]string{"emit", "rowwise_cast", "--target", "gfx942", "--schedule", "WARPS=4611686018427387904", "-o", out}, []string{"WARPS=4611686018427387904: want a power of two in [1, 16]"}},
@@ -453,9 +456,11 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--in", "x=a.npy", "--in", "x=b.npy"}, []string{"x given twice"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4"}, []string{"K", "missing"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4,N=4"}, []string{"N"}},
-		{[]string{"run", "rowwise_cast", "--shape", "M=four,K=4"}, []string{"M=four"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=four,K=4"}, []string{"M=four is not an integer"}},
+		{[]string{"run", "rowwise_cast", "--shape", "E=99999999999999999999,K=4"}, []string{"E=99999999999999999999 overflows int64 (at most 9223372036854775807)"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=-99999999999999999999,K=4"}, []string{"M=-99999999999999999999 overflows int64 (at least -9223372036854775808)"}},
+		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--schedule", "WARPS=99999999999999999999"}, []string{"--schedule", "WARPS=99999999999999999999 overflows int64"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M4"}, []string{"M4"}},
-		{[]string{"run", "rowwise_cast"}, []string{"--shape is required"}},
 		{[]string{"run", "nosuch", "--shape", "M=4,K=4"}, []string{`unknown op "nosuch"`}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "nope"}, []string{`"nope"`, "auto, cpu or gpu"}},
 		{[]string{"run", "rowwise_cast", "--shape", "M=4,K=4", "--device", "cpu", "--target", "sm_99"}, []string{"sm_99"}},
@@ -556,7 +561,7 @@ func TestRunNPYRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			outDir := filepath.Join(dir, "out")
-			args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--out", outDir)
+			args := cpu("run", "colwise_cast", "--in", "x="+xfile, "--out", outDir, "--scratch")
 			code, out, errs := fp8gen(t, args...)
 			want(t, args, code, 0, out+errs, "bit-exact", "K=70,M=7", "target sm_90", "e4m3fn (max 448)", "x "+in.String()+"[7 70]", "wrote 3 outputs")
 

@@ -27,7 +27,8 @@ const maxTimed = 8
 func cmdTune(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tune", "tune OP [--shape … | --bench] [--opt …] [--budget N] [--explain] [--cache FILE] [--target T]", stderr)
 	var of opFlags
-	of.register(fs, "")
+	of.register(fs, "the GPU's, else sm_90", "the op's example shape")
+	fs.Lookup("schedule").Usage = "not taken: tune chooses the schedule"
 	budget := fs.Int("budget", maxTimed, fmt.Sprintf("candidates to time, at most %d", maxTimed))
 	explain := fs.Bool("explain", false, "also list the points of the space that were rejected, with the limit each breaks")
 	cachePath := fs.String("cache", "", "the tuning cache to update (default $FP8GEN_TUNE_CACHE, else the user cache folder's fp8gen/tune.json)")
@@ -372,7 +373,7 @@ func sameBytes(a, b map[string]*ops.Tensor) bool {
 func resourcesText(p *ops.Plan, attrs []runtime.KernelAttrs) string {
 	var parts []string
 	for i, s := range p.Steps {
-		regs := fmt.Sprintf("~%d regs", s.Resources.Regs)
+		regs := regsText(s.Resources, p.Target)
 		if i < len(attrs) {
 			regs = fmt.Sprintf("%d regs (~%d estimated), %d B local", attrs[i].Regs, s.Resources.Regs, attrs[i].LocalBytes)
 		}
