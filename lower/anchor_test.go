@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"runtime/debug"
 	"testing"
 )
 
@@ -18,48 +19,78 @@ func TestAnchorOwnsEveryElementOnce(t *testing.T) {
 			}
 		}
 	}
+	// Each block shape is a subtest of its own, run in parallel: the
+	// whole sweep is millions of Elem and RegOf calls, each of which
+	// allocates its small slices; the heap stays small, so the collector
+	// may let it grow further before it runs.
+	gc := debug.SetGCPercent(800)
+	t.Cleanup(func() { debug.SetGCPercent(gc) })
 	for _, wave := range []int{32, 64} {
 		for _, warps := range []int{1, 4, 32} {
-			for _, lanes := range []int{0, 1, 4, 16, wave} {
-				for _, eb := range []int{1, 2, 4} {
-					for _, sh := range shapes {
-						for contig := range sh {
-							for _, rows := range []int{1, 4} {
-								l := anchor(sh, contig, eb, wave, warps, lanes, rows)
-								where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d, %d rows a lane: %v", wave, warps, lanes, eb, sh, contig, rows, l)
-								if l.WaveSize() != wave || l.Waves() != warps {
-									t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
+			t.Run(fmt.Sprintf("wave%d_warps%d", wave, warps), func(t *testing.T) {
+				t.Parallel()
+				anchorOwnsEveryElementOnce(t, shapes, wave, warps)
+			})
+		}
+	}
+}
+
+func anchorOwnsEveryElementOnce(t *testing.T, shapes [][]int, wave, warps int) {
+	var owners []int32 // by element: row × columns + column, of the first and last axis
+	for _, lanes := range []int{0, 1, 4, 16, wave} {
+		for _, eb := range []int{1, 2, 4} {
+			for _, sh := range shapes {
+				for contig := range sh {
+					for _, rows := range []int{1, 4} {
+						l := anchor(sh, contig, eb, wave, warps, lanes, rows)
+						where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d, %d rows a lane: %v", wave, warps, lanes, eb, sh, contig, rows, l)
+						if l.WaveSize() != wave || l.Waves() != warps {
+							t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
+						}
+						n := 1
+						for _, x := range sh {
+							n *= x
+						}
+						cols := sh[len(sh)-1]
+						owners = append(owners[:0], make([]int32, n)...)
+						regs := l.Regs(sh)
+						for tid := 0; tid < wave*warps; tid++ {
+							for r := 0; r < regs; r++ {
+								c, own := l.Elem(sh, tid, r)
+								if l.RegOf(sh, c) != r {
+									t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
 								}
-								owners := map[[2]int]int{}
-								for tid := 0; tid < wave*warps; tid++ {
-									for r := 0; r < l.Regs(sh); r++ {
-										c, own := l.Elem(sh, tid, r)
-										if l.RegOf(sh, c) != r {
-											t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
-										}
-										if own {
-											owners[[2]int{c[0], c[len(c)-1]}]++
-										}
-									}
+								if !own {
+									continue
 								}
-								n := 1
-								for _, x := range sh {
-									n *= x
+								i := c[len(c)-1] // the element's index in owners
+								if len(c) == 2 {
+									i += c[0] * cols
 								}
-								if len(owners) != n {
-									t.Fatalf("%s: %d of %d elements owned", where, len(owners), n)
+								if min(c[0], c[len(c)-1]) < 0 || i >= n {
+									t.Fatalf("%s: lane %d register %d owns %v, outside the tile", where, tid, r, c)
 								}
-								for c, k := range owners {
-									if k != 1 {
-										t.Fatalf("%s: %v owned %d times", where, c, k)
-									}
-								}
-								// Where every wave's lanes fit along the other
-								// axis rows deep, each lane holds rows there.
-								if o := 1 - contig; len(sh) == 2 && rows > 1 && sh[o] >= rows*wave*warps && l.SPT[o] != rows {
-									t.Fatalf("%s: %d elements a lane along axis %d; want %d", where, l.SPT[o], o, rows)
-								}
+								owners[i]++
 							}
+						}
+						owned := 0
+						for _, k := range owners {
+							if k > 0 {
+								owned++
+							}
+						}
+						if owned != n {
+							t.Fatalf("%s: %d of %d elements owned", where, owned, n)
+						}
+						for i, k := range owners {
+							if k != 1 {
+								t.Fatalf("%s: element %d (row %d, column %d) owned %d times", where, i, i/cols, i%cols, k)
+							}
+						}
+						// Where every wave's lanes fit along the other
+						// axis rows deep, each lane holds rows there.
+						if o := 1 - contig; len(sh) == 2 && rows > 1 && sh[o] >= rows*wave*warps && l.SPT[o] != rows {
+							t.Fatalf("%s: %d elements a lane along axis %d; want %d", where, l.SPT[o], o, rows)
 						}
 					}
 				}

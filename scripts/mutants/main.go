@@ -10,14 +10,17 @@
 // interrupted run leaves the work tree as it was. For each mutant the
 // program runs
 //
-//	go test -overlay=<json> -count=1 -timeout 5m <packages...>
+//	go test -overlay=<json> -count=1 -vet=off -timeout 5m <packages...>
 //
 // with only the packages that catch that mutant (the fast ones, so the
 // whole run stays within minutes on a 2-core CI machine), and -run where
 // one test of a slow package is what catches it. A non-zero exit is a
 // catch, reported with the tests that failed; exit 0 means the mutant
-// survived, a test gap. Mutants run one after another: the go command
-// already uses every core to build and test. A mutant whose
+// survived, a test gap. Mutants run -j at a time (one a core by
+// default): each has its own overlay, so they cannot see each other, and
+// most of a mutant's time is a link and a single-threaded test run, which
+// leave the other cores idle. Vet is off (make check vets the tree; a
+// mutant is a test of the tests). A mutant whose
 // string no longer occurs exactly once is stale (the code moved on and the
 // table must follow), and one that does not compile is broken (a build
 // failure would look like a catch but tests nothing); both fail the run.
@@ -27,8 +30,10 @@
 //	go run ./scripts/mutants            every mutant
 //	go run ./scripts/mutants -run fp8   those whose file or reason matches
 //	go run ./scripts/mutants -v         print the test output of survivors
+//	go run ./scripts/mutants -j 1       one mutant at a time
 //
-// The exit status is 1 if any mutant survived, is stale or is broken.
+// The exit status is 1 if any mutant survived, is stale or is broken, and
+// the last lines name each of them.
 package main
 
 import (
@@ -43,7 +48,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -68,7 +75,7 @@ var mutants = []mutant{
 		old:    "return b.Where(first, b.Neg(p), p)",
 		new:    "return b.Where(first, p, b.Neg(p))",
 		pkgs:   []string{"./ops"},
-		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^qk_norm_rope$/",
 		reason: "rotate-half negates the second half instead of the first",
 	},
 	{
@@ -76,7 +83,7 @@ var mutants = []mutant{
 		old:    "qkEps(c))).Named(\"rrms\")",
 		new:    "0.0)).Named(\"rrms\")",
 		pkgs:   []string{"./ops"},
-		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^qk_norm_rope$/",
 		reason: "RMSNorm without its epsilon (a zero head becomes NaN)",
 	},
 	{
@@ -84,7 +91,7 @@ var mutants = []mutant{
 		old:    "acc := b.For(0, parts, qkFoldRows,",
 		new:    "acc := b.For(qkFoldRows, parts, qkFoldRows,",
 		pkgs:   []string{"./ops"},
-		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope_bwd/",
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^qk_norm_rope_bwd$/",
 		reason: "the weight-gradient fold skips the first 32 programs' partial sums",
 	},
 	{
@@ -100,7 +107,7 @@ var mutants = []mutant{
 		old:    `n = b.Cast(b.Cast(n, ir.BF16), ir.F32).Named("normed_bf16")`,
 		new:    `n = n.Named("normed_bf16")`,
 		pkgs:   []string{"./ops"},
-		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^qk_norm_rope$/",
 		reason: "round_norm ignored: the normalised value is not rounded to bf16 before the rotation",
 	},
 	{
@@ -108,7 +115,7 @@ var mutants = []mutant{
 		old:    `y := b.Cast(b.Add(b.Mul(n, cs), b.Mul(rotated(b, c, n, t.d, false), sn)), ir.BF16).Named("y")`,
 		new:    `y := b.Cast(b.Mul(b.Add(b.Mul(n, cs), b.Mul(rotated(b, c, n, t.d, false), sn)), 1-1.0/256), ir.BF16).Named("y")`,
 		pkgs:   []string{"./ops"},
-		tests:  "TestOpsInterpMatchReference/sm_90/qk_norm_rope/",
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^qk_norm_rope$/",
 		reason: "every q and k output biased by 0.4%, within a bf16 ulp's width of the truth",
 	},
 	// tune: the cache is never trusted blindly, never clobbered.
@@ -247,6 +254,7 @@ var mutants = []mutant{
 		old:    "u = uint64(uint32(a))",
 		new:    "u = uint64(a)",
 		pkgs:   []string{"./backend"},
+		tests:  "^TestCapabilities$",
 		reason: "logical shift right (shr_u) of an i32 sign-extends",
 	},
 	{
@@ -254,6 +262,7 @@ var mutants = []mutant{
 		old:    "case OpShr:\n\t\t\treturn Trunc(d, a>>(uint(c)%bits)), nil\n\t\tcase OpShrU:",
 		new:    "case OpShr, OpShrU:",
 		pkgs:   []string{"./backend"},
+		tests:  "^TestCapabilities$",
 		reason: "arithmetic shift right (shr) zero-fills like shr_u",
 	},
 	{
@@ -277,6 +286,7 @@ var mutants = []mutant{
 		old:    "return d.Kind != Pow2Range || x > 0 && x&(x-1) == 0, nil",
 		new:    "return d.Kind != Pow2Range || x > 0, nil",
 		pkgs:   []string{"./ops"},
+		tests:  "^TestBadSchedulesRefusedFast$",
 		reason: "a power-of-two knob's domain accepts any positive value",
 	},
 	{
@@ -339,6 +349,7 @@ var mutants = []mutant{
 		old:    "a.constant[i] = min(x.constant[i], y.constant[i])\n\t\t\t\tif v.Op == ir.OpAnd {",
 		new:    "a.constant[i] = max(x.constant[i], y.constant[i])\n\t\t\t\tif v.Op == ir.OpAnd {",
 		pkgs:   []string{"./ops"},
+		tests:  "^(TestGroupedGarbageOffsets|TestExpertLayouts)$",
 		reason: "and/or of masks is taken constant over the longer run of its operands (max, not min)",
 	},
 	{
@@ -375,6 +386,7 @@ var mutants = []mutant{
 		old:    "\t\t\t\tc := f.NewValue(ir.OpConvert,",
 		new:    "\t\t\t\tcontinue\n\t\t\t\tc := f.NewValue(ir.OpConvert,",
 		pkgs:   []string{"./lower"},
+		tests:  "^TestLowerPasses$",
 		reason: "insertConverts leaves data in a layout other than its user needs (no convert)",
 	},
 	{
@@ -487,7 +499,7 @@ var mutants = []mutant{
 		old:    "for e.used[n] {",
 		new:    "for false && e.used[n] {",
 		pkgs:   []string{"./golden"},
-		tests:  "^TestAMDCompileCapabilities$",
+		tests:  "^TestAMDCompileCapabilities$/^loads_read_once$",
 		reason: "the emitter names a value h2 beside a parameter h2",
 	},
 	{
@@ -545,7 +557,7 @@ var mutants = []mutant{
 		old:    "hi = b.Min(b.Max(hiRaw, lo), t).Named(\"hi\")",
 		new:    "hi = b.Max(hiRaw, lo).Named(\"hi\")",
 		pkgs:   []string{"./ops"},
-		tests:  "Grouped",
+		tests:  "^TestGroupedGarbageOffsets$",
 		reason: "a group's end row is not clamped to T, so garbage offsets read past x",
 	},
 	{
@@ -553,7 +565,7 @@ var mutants = []mutant{
 		old:    "b.Or(b.Gt(hiRaw, t), b.And(b.Eq(g, b.Sub(ne, 1)), b.Ne(hiRaw, t)))",
 		new:    "b.Gt(hiRaw, t)",
 		pkgs:   []string{"./ops"},
-		tests:  "Grouped",
+		tests:  "^TestGroupedGarbageOffsets$",
 		reason: "the device status misses a last offset short of T",
 	},
 	{
@@ -681,6 +693,7 @@ var mutants = []mutant{
 func main() {
 	runFlag := flag.String("run", "", "run only the mutants whose file or reason matches this regular expression")
 	verbose := flag.Bool("v", false, "print the test output of mutants that survive")
+	jobs := flag.Int("j", runtime.NumCPU(), "how many mutants to test at once")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "mutants: unexpected arguments %q\n", flag.Args())
@@ -703,7 +716,7 @@ func main() {
 	// temporary directory still runs, and the originals were never touched.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	os.Exit(run(ctx, root, sel, *verbose))
+	os.Exit(run(ctx, root, sel, *verbose, max(1, *jobs)))
 }
 
 // repoRoot is the directory of the main module's go.mod, so the program
@@ -735,7 +748,7 @@ func (o outcome) String() string {
 	return [...]string{"caught", "SURVIVED", "STALE", "BROKEN", "ERROR"}[o]
 }
 
-func run(ctx context.Context, root string, sel *regexp.Regexp, verbose bool) int {
+func run(ctx context.Context, root string, sel *regexp.Regexp, verbose bool, jobs int) int {
 	tmp, err := os.MkdirTemp("", "fp8gen-mutants-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mutants: %v\n", err)
@@ -743,45 +756,97 @@ func run(ctx context.Context, root string, sel *regexp.Regexp, verbose bool) int
 	}
 	defer os.RemoveAll(tmp)
 
-	start := time.Now()
-	count := map[outcome]int{}
-	planted := 0
+	var picked []int
 	for i, m := range mutants {
-		if sel != nil && !sel.MatchString(m.file) && !sel.MatchString(m.reason) {
-			continue
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		planted++
-		t0 := time.Now()
-		o, detail, output := try(ctx, root, filepath.Join(tmp, fmt.Sprint(i)), m, verbose)
-		count[o]++
-		// One line a mutant; what caught it (or why it counts as a
-		// failure) goes last, as it varies in length.
-		fmt.Printf("%-8s %-25s %-86s %5.1fs  %s\n", o, m.file, m.reason, time.Since(t0).Seconds(), detail)
-		// A broken mutant's build errors say what to fix in the table; a
-		// survivor's test output (with -v) says what the tests did run.
-		if o == broken || o == failed || (o == survived && verbose) {
-			fmt.Println(indent(output))
+		if sel == nil || sel.MatchString(m.file) || sel.MatchString(m.reason) {
+			picked = append(picked, i)
 		}
 	}
-	fmt.Printf("\nplanted %d, caught %d, survived %d", planted, count[caught], count[survived])
+	if len(picked) == 0 {
+		fmt.Println("no mutant matches -run")
+		return 1
+	}
+
+	// Each mutant's result, filled in by the workers; the lines are
+	// printed in table order, each as soon as it and those before it are
+	// done.
+	type result struct {
+		o              outcome
+		detail, output string
+		took           time.Duration
+		done           chan struct{}
+	}
+	results := make([]*result, len(picked))
+	for k := range results {
+		results[k] = &result{done: make(chan struct{})}
+	}
+	start := time.Now()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(jobs, len(picked)) {
+		wg.Go(func() {
+			for k := range next {
+				i := picked[k]
+				r := results[k]
+				t0 := time.Now()
+				r.o, r.detail, r.output = try(ctx, root, filepath.Join(tmp, fmt.Sprint(i)), mutants[i], verbose)
+				r.took = time.Since(t0)
+				close(r.done)
+			}
+		})
+	}
+	go func() {
+		defer close(next)
+		for k := range picked {
+			if ctx.Err() != nil {
+				// The rest are not planted; their lines say so.
+				for _, r := range results[k:] {
+					r.o, r.detail = failed, "interrupted before it was planted"
+					close(r.done)
+				}
+				return
+			}
+			next <- k
+		}
+	}()
+
+	count := map[outcome]int{}
+	var bad []string // the mutants that fail the run, with their outcome
+	for k, i := range picked {
+		m, r := mutants[i], results[k]
+		<-r.done
+		count[r.o]++
+		// One line a mutant; what caught it (or why it counts as a
+		// failure) goes last, as it varies in length.
+		fmt.Printf("%-8s %-25s %-86s %5.1fs  %s\n", r.o, m.file, m.reason, r.took.Seconds(), r.detail)
+		// A broken mutant's build errors say what to fix in the table; a
+		// survivor's test output (with -v) says what the tests did run.
+		if r.o == broken || r.o == failed || (r.o == survived && verbose) {
+			fmt.Println(indent(r.output))
+		}
+		if r.o != caught {
+			bad = append(bad, fmt.Sprintf("%-8s %s: %s", r.o, m.file, m.reason))
+		}
+	}
+	wg.Wait()
+	fmt.Printf("\nplanted %d, caught %d, survived %d", len(picked), count[caught], count[survived])
 	for _, o := range []outcome{stale, broken, failed} {
 		if count[o] > 0 {
 			fmt.Printf(", %s %d", strings.ToLower(o.String()), count[o])
 		}
 	}
-	fmt.Printf(" (%.0fs)\n", time.Since(start).Seconds())
+	fmt.Printf(" (%.0fs, %d at a time)\n", time.Since(start).Seconds(), min(jobs, len(picked)))
+	if len(bad) > 0 {
+		fmt.Println("\nnot caught:")
+		for _, b := range bad {
+			fmt.Println("  " + b)
+		}
+	}
 	if ctx.Err() != nil {
 		fmt.Println("interrupted")
 		return 1
 	}
-	if planted == 0 {
-		fmt.Println("no mutant matches -run")
-		return 1
-	}
-	if planted != count[caught] {
+	if len(bad) > 0 {
 		return 1
 	}
 	return 0
@@ -820,7 +885,7 @@ func try(ctx context.Context, root, dir string, m mutant, verbose bool) (outcome
 		return failed, err.Error(), ""
 	}
 
-	args := []string{"test", "-overlay=" + overlayPath, "-count=1", "-timeout", "5m"}
+	args := []string{"test", "-overlay=" + overlayPath, "-count=1", "-vet=off", "-timeout", "5m"}
 	if m.tests != "" {
 		args = append(args, "-run", m.tests)
 	}
