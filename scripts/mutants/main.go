@@ -69,6 +69,39 @@ type mutant struct {
 // a cosmetic one, which tests rightly ignore. Each names the packages that
 // catch it today; keep them the fastest that do.
 var mutants = []mutant{
+	// Bugs only behaviour shows: a race check, a size bound and emitted C.
+	{
+		file:   "interp/interp.go",
+		old:    "if r.rEpoch[i] == e && r.rLane[i] != int32(lane) {\n\t\t\treturn fmt.Errorf(\"LDS race: lane %d writes",
+		new:    "if false {\n\t\t\treturn fmt.Errorf(\"LDS race: lane %d writes",
+		pkgs:   []string{"./interp"},
+		tests:  "TestLDSWriteAfterRead",
+		reason: "the LDS race check misses a write over bytes another lane still reads",
+	},
+	{
+		file:   "ops/op.go",
+		old:    "const MaxI32Elems = math.MaxInt32 - ir.MaxTileElems",
+		new:    "const MaxI32Elems = math.MaxInt32",
+		pkgs:   []string{"./ops"},
+		tests:  "TestIndexWidthWithinATileOf2to31",
+		reason: "32-bit indexing up to 2^31 elements: a loader checking only max_elements runs a last tile past 2^31",
+	},
+	{
+		file:   "emit/expr.go",
+		old:    `return x + " >> " + y, precShift`,
+		new:    `return y + " >> " + x, precShift`,
+		pkgs:   []string{"./emit"},
+		tests:  "TestEmittedOpsMatchInterpreter",
+		reason: "the emitted arithmetic shift swaps value and amount",
+	},
+	{
+		file:   "emit/access.go",
+		old:    "for (int w = 1; w < %d; ++w)",
+		new:    "for (int w = 1; w <= %d; ++w)",
+		pkgs:   []string{"./emit"},
+		tests:  "TestEmittedBlocksMatchInterpreter",
+		reason: "the emitted LDS fold reads one wave past its partials",
+	},
 	// The QK-norm kernels, held to their float64 references within an allowance.
 	{
 		file:   "ops/qknorm_kernels.go",
