@@ -734,6 +734,18 @@ type CompileError struct {
 	Source string // numbered source lines around each location in Output ("" if none)
 }
 
+// UnknownArch reports whether the compiler refused the architecture
+// itself (an older hipcc knows no gfx942; an older nvcc no sm_90), not
+// the source: the messages clang and nvcc print for that.
+func (e *CompileError) UnknownArch() bool {
+	for _, s := range []string{"invalid target ID", "Unsupported CUDA gpu architecture", "unsupported gpu architecture", "is not defined for option 'gpu-architecture'"} {
+		if strings.Contains(e.Output, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *CompileError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "runtime: %s failed compiling %s for %s: %v\n", filepath.Base(e.Tool), e.Kernel, e.Target, e.Err)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -295,4 +296,30 @@ func TestRunRegisterNote(t *testing.T) {
 	if strings.Contains(out, "an estimate above") {
 		t.Errorf("a kernel within gfx942's registers got the note:\n%s", out)
 	}
+}
+
+// export --target gfx942 under --compile auto writes the source and the
+// manifest where hipcc knows no gfx942 (Debian's clang 15), saying why on
+// its one line; --compile yes fails with the compiler's reason.
+func TestExportAutoWithoutTheArch(t *testing.T) {
+	if _, err := exec.LookPath("hipcc"); err != nil {
+		t.Skip("no hipcc on PATH: nothing to refuse gfx942")
+	}
+	dir := filepath.Join(t.TempDir(), "k")
+	args := []string{"export", "rowwise_cast", "--target", "gfx942", "-o", dir}
+	code, out, errs := fp8gen(t, args...)
+	want(t, args, code, 0, out+errs, "manifest.json: rowwise_cast for gfx942")
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("fp8gen %v: want one line, got:\n%s", args, out)
+	}
+	if !strings.Contains(out, "no code object: the installed hipcc does not know gfx942") {
+		t.Logf("this hipcc knows gfx942 (%s): nothing more to check", strings.TrimSpace(out))
+		return
+	}
+	if got := names(t, dir); got != "manifest.json rowwise_cast.hip" {
+		t.Errorf("%s holds %s", dir, got)
+	}
+	args = []string{"export", "rowwise_cast", "--target", "gfx942", "--compile", "yes", "-o", filepath.Join(t.TempDir(), "y")}
+	code, out, errs = fp8gen(t, args...)
+	want(t, args, code, 1, out+errs, "invalid target ID 'gfx942'")
 }

@@ -19,7 +19,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	of.register(fs, "the GPU's; without one, --target is required", "the op's example shape")
 	of.useShipped = true // as generate: the same file on every machine, whatever its tuning cache
 	out := fs.String("o", "", "write manifest.json, the source and the code object to the folder DIR (all or none)")
-	compile := fs.String("compile", "auto", "build the code object: yes (fail without the target's compiler), no, or auto (where the compiler is found)")
+	compile := fs.String("compile", "auto", "build the code object: yes (fail without the target's compiler or where it refuses the target), no, or auto (where the compiler is found and knows the target; else the source and manifest alone, saying why)")
 	objArch := fs.String("object-arch", "", "compile for this architecture of the target's family instead of the target's own (gfx940 for gfx942 with an older hipcc); the manifest records it, and loaders refuse it on other hardware")
 	name, err := parse(fs, args, true)
 	if err != nil {
@@ -60,6 +60,18 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 			obj = "code object " + b.Manifest.CodeObject.File.File + " (" + b.Manifest.CodeObject.Compiler + ")"
 		case *compile == "auto" && errors.Is(err, runtime.ErrNoCompiler):
 			obj = "no code object: " + err.Error()
+		case *compile == "auto" && unknownArch(err):
+			// The source and manifest are still good; say why there is
+			// no object and how to get one.
+			arch := p.Target.Name
+			if *objArch != "" {
+				arch = *objArch
+			}
+			obj = fmt.Sprintf("no code object: the installed %s does not know %s", filepath.Base(compileTool(err)), arch)
+			if p.Target.CheckArch != "" && *objArch == "" {
+				obj += fmt.Sprintf(" (--object-arch %s builds the stand-in)", p.Target.CheckArch)
+			}
+			obj += "; --compile yes makes this an error"
 		case p.Target.CheckArch != "" && *objArch == "":
 			return fmt.Errorf("%w\n(a hipcc that knows no %s can build the stand-in %s with --object-arch %s; --compile no writes no code object)", err, p.Target.Name, p.Target.CheckArch, p.Target.CheckArch)
 		default:
@@ -88,6 +100,19 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "%s: %s for %s, kernels %s; %s\n", filepath.Join(*out, export.ManifestFile), m.Op, m.Target.Name, strings.Join(ks, ", "), obj)
 	return err
+}
+
+func unknownArch(err error) bool {
+	var ce *runtime.CompileError
+	return errors.As(err, &ce) && ce.UnknownArch()
+}
+
+func compileTool(err error) string {
+	var ce *runtime.CompileError
+	if errors.As(err, &ce) {
+		return ce.Tool
+	}
+	return "compiler"
 }
 
 func codeObjectName(b *export.Bundle) string {
