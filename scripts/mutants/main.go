@@ -284,16 +284,16 @@ var mutants = []mutant{
 	// ir: the semantics the interpreter and constant folding share.
 	{
 		file:   "ir/eval.go",
-		old:    "u = uint64(uint32(a))",
-		new:    "u = uint64(a)",
+		old:    "return int64(uint64(a) & (^uint64(0) >> (64 - bits)) >> n)",
+		new:    "return a >> n",
 		pkgs:   []string{"./backend"},
 		tests:  "^TestCapabilities$",
 		reason: "logical shift right (shr_u) of an i32 sign-extends",
 	},
 	{
 		file:   "ir/eval.go",
-		old:    "case OpShr:\n\t\t\treturn Trunc(d, a>>(uint(c)%bits)), nil\n\t\tcase OpShrU:",
-		new:    "case OpShr, OpShrU:",
+		old:    "OpShr: {i: shiftBy(func(a int64, n, _ uint) int64 { return a >> n })},",
+		new:    "OpShr: {i: shiftBy(func(a int64, n, bits uint) int64 { return int64(uint64(a) & (^uint64(0) >> (64 - bits)) >> n) })},",
 		pkgs:   []string{"./backend"},
 		tests:  "^TestCapabilities$",
 		reason: "arithmetic shift right (shr) zero-fills like shr_u",
