@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -38,10 +39,18 @@ func requireHipcc(t *testing.T) {
 
 var compiled sync.Map // arch + "\x00" + source → func() (*amdgpu.Report, error)
 
+// hipccSlots bounds the hipcc runs at a time to the cores: the golden
+// kernels started all at once on a 2-core machine, beside the other
+// packages' tests, ran past their timeout waiting for the CPU.
+var hipccSlots = make(chan struct{}, runtime.NumCPU())
+
 // compileHIP compiles src for arch once per test binary: tests that look at
-// the same kernel share one hipcc run. Safe for concurrent use.
+// the same kernel share one hipcc run. Safe for concurrent use. The
+// timeout starts when the compile does.
 func compileHIP(src, arch string) (*amdgpu.Report, error) {
 	once, _ := compiled.LoadOrStore(arch+"\x00"+src, sync.OnceValues(func() (*amdgpu.Report, error) {
+		hipccSlots <- struct{}{}
+		defer func() { <-hipccSlots }()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		return amdgpu.Compile(ctx, src, arch)
