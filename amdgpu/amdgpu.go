@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,8 +152,15 @@ var archRE = regexp.MustCompile(`^gfx[0-9a-f]+(:[a-z0-9-]+[+-])*$`)
 // Compile compiles the HIP source src for arch (e.g. "gfx940") and reports
 // each kernel's metadata and the disassembly. A compile error carries
 // hipcc's diagnostics, which name the source as kernel.hip with line and
-// column.
-func Compile(ctx context.Context, src string, arch string) (*Report, error) {
+// column. flags go to hipcc before the source: pass the flags the source
+// ships with (runtime.NumericsFlags) to check the code that runs.
+func Compile(ctx context.Context, src, arch string, flags ...string) (*Report, error) {
+	return compile(ctx, src, arch, flags, true)
+}
+
+// compile is Compile; replay says whether a command hipcc ran before for
+// arch and flags may be run without hipcc.
+func compile(ctx context.Context, src, arch string, flags []string, replay bool) (*Report, error) {
 	if !archRE.MatchString(arch) {
 		return nil, fmt.Errorf("amdgpu: bad architecture %q, want a target ID such as gfx940", arch)
 	}
@@ -171,6 +179,9 @@ func Compile(ctx context.Context, src string, arch string) (*Report, error) {
 	run := func(name string, args ...string) (string, string, error) {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
+		if name == t.hipcc {
+			cmd.Env = append(os.Environ(), "HIPCC_VERBOSE=1")
+		}
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -184,7 +195,19 @@ func Compile(ctx context.Context, src string, arch string) (*Report, error) {
 		return stdout.String(), diag, nil
 	}
 
-	_, log, err := run(t.hipcc, "--genco", "--offload-arch="+arch, "kernel.hip", "-o", "kernel.co")
+	var log string
+	key := strings.Join(append([]string{arch}, flags...), "\x00")
+	if argv, ok := hipccCommands.Load(key); ok && replay {
+		argv := argv.([]string)
+		_, log, err = run(argv[0], argv[1:]...)
+	} else {
+		var out string
+		args := append(append([]string{"--genco", "--offload-arch=" + arch}, flags...), "kernel.hip", "-o", "kernel.co")
+		out, log, err = run(t.hipcc, args...)
+		if argv := hipccCommand(out); err == nil && argv != nil {
+			hipccCommands.Store(key, argv)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +237,60 @@ func Compile(ctx context.Context, src string, arch string) (*Report, error) {
 		return nil, err
 	}
 	return &Report{Arch: arch, Kernels: kernels, Disasm: disasm, Log: log}, nil
+}
+
+// hipccCommands holds, per architecture and flags, the compiler command that hipcc
+// ran for a --genco compile of kernel.hip into kernel.co (the same in every
+// temporary directory). hipcc is a Perl script that spends about 0.5 s of a
+// 1.7 s compile probing the install on each call; running its command
+// directly gives the same bytes without that.
+var hipccCommands sync.Map // arch and flags, NUL-separated → []string
+
+// hipccCommand reads the command hipcc printed under HIPCC_VERBOSE=1
+// ("hipcc-cmd: …", words in shell syntax). It returns nil where it cannot
+// replay the command exactly: no such line, more than one, or shell syntax
+// beyond plain and double-quoted words.
+func hipccCommand(stdout string) []string {
+	var line string
+	for l := range strings.Lines(stdout) {
+		if cmd, ok := strings.CutPrefix(l, "hipcc-cmd: "); ok {
+			if line != "" {
+				return nil
+			}
+			line = strings.TrimSpace(cmd)
+		}
+	}
+	if line == "" || strings.ContainsAny(line, "\\'$`;|&<>()*?{}~") {
+		return nil
+	}
+	var argv []string
+	var word strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '"':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				argv = append(argv, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		return nil
+	}
+	if inWord {
+		argv = append(argv, word.String())
+	}
+	if !slices.Contains(argv, "kernel.hip") || !slices.Contains(argv, "kernel.co") {
+		return nil
+	}
+	return argv
 }
 
 // deviceBundle picks the bundle entry for arch from clang-offload-bundler

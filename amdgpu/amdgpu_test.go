@@ -24,7 +24,7 @@ func requireTools(t *testing.T) {
 	}
 }
 
-func compile(t *testing.T, src, arch string) (*Report, error) {
+func compileT(t *testing.T, src, arch string) (*Report, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -37,7 +37,7 @@ func compileFile(t *testing.T, name, arch string) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := compile(t, string(src), arch)
+	r, err := compileT(t, string(src), arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestFP8ConversionBuiltins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = compile(t, string(src), "gfx90a")
+	_, err = compileT(t, string(src), "gfx90a")
 	if err == nil || !strings.Contains(err.Error(), "fp8-insts") {
 		t.Errorf("compiling fp8cvt.hip for gfx90a: err = %v, want a missing fp8-insts feature", err)
 	}
@@ -200,7 +200,7 @@ func TestCompileErrorNamesLine(t *testing.T) {
 		"extern \"C\" __global__ void broken(float* out) {\n" +
 		"  out[threadIdx.x] = 1.0f +;\n" +
 		"}\n"
-	_, err := compile(t, src, "gfx940")
+	_, err := compileT(t, src, "gfx940")
 	if err == nil {
 		t.Fatal("Compile of a syntax error succeeded")
 	}
@@ -225,7 +225,7 @@ func TestCompileRejectsBadArch(t *testing.T) {
 
 func TestCompileUnknownArch(t *testing.T) {
 	requireTools(t)
-	_, err := compile(t, "extern \"C\" __global__ void k() {}\n", "gfx950")
+	_, err := compileT(t, "extern \"C\" __global__ void k() {}\n", "gfx950")
 	if err == nil || !strings.Contains(err.Error(), "gfx950") {
 		t.Errorf("Compile for gfx950: err = %v, want hipcc's invalid target error", err)
 	}
@@ -363,5 +363,49 @@ func TestDeviceBundle(t *testing.T) {
 	}
 	if _, err := deviceBundle(list, "gfx90a"); err == nil {
 		t.Error("deviceBundle(gfx90a) found an entry; only gfx90a:xnack- is there")
+	}
+}
+
+// The command replayed without hipcc compiles what hipcc compiles.
+func TestReplayedCommandMatchesHipcc(t *testing.T) {
+	requireTools(t)
+	src, err := os.ReadFile(filepath.Join("testdata", "kernels.hip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	viaHipcc, err := compile(ctx, string(src), "gfx940", nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := hipccCommands.Load("gfx940"); !ok {
+		t.Fatal("hipcc's compiler command was not kept for gfx940: every compile runs hipcc")
+	}
+	replayed, err := compile(ctx, string(src), "gfx940", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(viaHipcc, replayed); d != "" {
+		t.Errorf("the replayed command's report differs from hipcc's (-hipcc +replayed):\n%s", d)
+	}
+}
+
+func TestHipccCommand(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want []string
+	}{
+		{"hipcc-cmd: /usr/bin/clang++-15  -isystem \"/a b/..\" --offload-arch=gfx940 -x hip kernel.hip -o \"kernel.co\"\n",
+			[]string{"/usr/bin/clang++-15", "-isystem", "/a b/..", "--offload-arch=gfx940", "-x", "hip", "kernel.hip", "-o", "kernel.co"}},
+		{"", nil},
+		{"hipcc-cmd: clang++ kernel.hip -o kernel.co $(x)\n", nil},
+		{"hipcc-cmd: clang++ \"kernel.hip -o kernel.co\n", nil},
+		{"hipcc-cmd: clang++ other.hip -o kernel.co\n", nil},
+		{"hipcc-cmd: a kernel.hip kernel.co\nhipcc-cmd: b kernel.hip kernel.co\n", nil},
+	} {
+		if d := cmp.Diff(c.want, hipccCommand(c.out)); d != "" {
+			t.Errorf("hipccCommand(%q) (-want +got):\n%s", c.out, d)
+		}
 	}
 }

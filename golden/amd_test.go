@@ -21,6 +21,7 @@ import (
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/ops"
+	fp8rt "github.com/fp8gen/fp8gen/runtime"
 	"github.com/fp8gen/fp8gen/schedule"
 	"github.com/fp8gen/fp8gen/target"
 )
@@ -44,16 +45,18 @@ var compiled sync.Map // arch + "\x00" + source → func() (*amdgpu.Report, erro
 // packages' tests, ran past their timeout waiting for the CPU.
 var hipccSlots = make(chan struct{}, runtime.NumCPU())
 
-// compileHIP compiles src for arch once per test binary: tests that look at
-// the same kernel share one hipcc run. Safe for concurrent use. The
-// timeout starts when the compile does.
-func compileHIP(src, arch string) (*amdgpu.Report, error) {
+// compileHIP compiles src for tg's CheckArch with the flags the runtime
+// compiles it with, once per test binary: tests that look at the same
+// kernel share one hipcc run. Safe for concurrent use. The timeout starts
+// when the compile does.
+func compileHIP(src string, tg *target.Target) (*amdgpu.Report, error) {
+	arch := tg.CheckArch
 	once, _ := compiled.LoadOrStore(arch+"\x00"+src, sync.OnceValues(func() (*amdgpu.Report, error) {
 		hipccSlots <- struct{}{}
 		defer func() { <-hipccSlots }()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		return amdgpu.Compile(ctx, src, arch)
+		return amdgpu.Compile(ctx, src, arch, fp8rt.NumericsFlags(tg)...)
 	}))
 	return once.(func() (*amdgpu.Report, error))()
 }
@@ -98,7 +101,7 @@ func TestAMDCompile(t *testing.T) {
 	reps, errs := make([]*amdgpu.Report, len(jobs)), make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
-		wg.Go(func() { reps[i], errs[i] = compileHIP(j.src, j.c.target.CheckArch) })
+		wg.Go(func() { reps[i], errs[i] = compileHIP(j.src, j.c.target) })
 	}
 	wg.Wait()
 
@@ -256,7 +259,7 @@ func TestRelaxedAmaxHasNoCacheMaintenance(t *testing.T) {
 	reps, errs := make([]*amdgpu.Report, len(srcs)), make([]error, len(srcs))
 	var wg sync.WaitGroup
 	for i, src := range srcs {
-		wg.Go(func() { reps[i], errs[i] = compileHIP(src, tg.CheckArch) })
+		wg.Go(func() { reps[i], errs[i] = compileHIP(src, tg) })
 	}
 	wg.Wait()
 	disasm := make([]string, len(reps))
@@ -331,7 +334,7 @@ func TestAMDCompileCapabilities(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := compileHIP(k.Source, tg.CheckArch)
+			rep, err := compileHIP(k.Source, tg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +384,7 @@ func TestAMDRegisterFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := compileHIP(k.Source, tg.CheckArch)
+		rep, err := compileHIP(k.Source, tg)
 		if err != nil {
 			t.Fatal(err)
 		}
