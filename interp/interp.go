@@ -473,13 +473,45 @@ func (b *block) elementwise(v *ir.Value) error {
 		return nil
 	}
 	x, y := b.op(v.Args[0]), b.op(v.Args[1])
-	for t := range lanes {
-		for r := range regs {
-			z, err := ir.EvalBinary(v.Op, d, x.at(t, r), y.at(t, r))
+	f := ir.Binary(v.Op, d)
+	if f == nil {
+		panic(fmt.Sprintf("BUG: %s: no %s on %v past the verifier", where(v), v.Op.Name(), d))
+	}
+	if x.ls == regs && x.rs == 1 && y.ls == regs && y.rs == 1 {
+		// Both operands laid out as the result: one flat loop.
+		xs, ys := x.w[:len(out)], y.w[:len(out)]
+		for i := range out {
+			z, err := f(xs[i], ys[i])
 			if err != nil {
-				return fmt.Errorf("%s: lane %d register %d: %v", where(v), t, r, err)
+				return fmt.Errorf("%s: lane %d register %d: %v", where(v), i/regs, i%regs, err)
 			}
-			out[t*regs+r] = z
+			out[i] = z
+		}
+		return nil
+	}
+	// Else one operand (or both) is the same in every register of a lane.
+	for t := range lanes {
+		o := out[t*regs : (t+1)*regs]
+		xo, yo := t*x.ls, t*y.ls
+		r, err := 0, error(nil)
+		switch {
+		case x.rs == 1 && y.rs == 0:
+			xs, yv := x.w[xo:xo+regs], y.w[yo]
+			for r = 0; r < regs && err == nil; r++ {
+				o[r], err = f(xs[r], yv)
+			}
+		case x.rs == 0 && y.rs == 1:
+			xv, ys := x.w[xo], y.w[yo:yo+regs]
+			for r = 0; r < regs && err == nil; r++ {
+				o[r], err = f(xv, ys[r])
+			}
+		default:
+			for r = 0; r < regs && err == nil; r++ {
+				o[r], err = f(x.w[xo+r*x.rs], y.w[yo+r*y.rs])
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: lane %d register %d: %v", where(v), t, r-1, err)
 		}
 	}
 	return nil

@@ -150,21 +150,39 @@ func EvalUnary(op Op, d, to DType, x uint64) uint64 {
 
 // EvalBinary computes a two-operand elementwise op on operands of type d.
 func EvalBinary(op Op, d DType, x, y uint64) (uint64, error) {
+	f := Binary(op, d)
+	if f == nil {
+		panic(fmt.Sprintf("BUG: no %s on %v", op.Name(), d))
+	}
+	return f(x, y)
+}
+
+// Binary is the function EvalBinary applies for op on operands of type d,
+// or nil where op does not apply to d: a loop over many elements looks the
+// rule up once.
+func Binary(op Op, d DType) func(x, y uint64) (uint64, error) {
 	r := &evalRules[op]
 	switch {
 	case d.K == KF32 && r.cmpF32 != nil:
-		return b2u(r.cmpF32(f32(x), f32(y))), nil
+		f := r.cmpF32
+		return func(x, y uint64) (uint64, error) { return b2u(f(f32(x), f32(y))), nil }
 	case d.K == KF32 && r.f32 != nil:
-		return bitsF32(r.f32(f32(x), f32(y))), nil
+		f := r.f32
+		return func(x, y uint64) (uint64, error) { return bitsF32(f(f32(x), f32(y))), nil }
 	case d.K == KBool && r.bool != nil:
-		return b2u(r.bool(x != 0, y != 0)), nil
+		f := r.bool
+		return func(x, y uint64) (uint64, error) { return b2u(f(x != 0, y != 0)), nil }
 	case d.IsInt() && r.cmpI != nil:
-		return b2u(r.cmpI(sext(d, x), sext(d, y))), nil
+		f := r.cmpI
+		return func(x, y uint64) (uint64, error) { return b2u(f(sext(d, x), sext(d, y))), nil }
 	case d.IsInt() && r.i != nil:
-		z, err := r.i(sext(d, x), sext(d, y), uint(d.Bits()))
-		return Trunc(d, z), err
+		f, bits := r.i, uint(d.Bits())
+		return func(x, y uint64) (uint64, error) {
+			z, err := f(sext(d, x), sext(d, y), bits)
+			return Trunc(d, z), err
+		}
 	}
-	panic(fmt.Sprintf("BUG: no %s on %v", op.Name(), d))
+	return nil
 }
 
 // Fold applies a reduction's (or an atomic's) combining function.
