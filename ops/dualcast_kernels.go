@@ -1,0 +1,100 @@
+package ops
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// dualRowBlock is the cast's row block: the bottom one first, since the
+// amax pass reads the bottom of x last and the L2 may still hold it.
+func dualRowBlock(b *ir.Builder) *ir.Value {
+	return b.Sub(b.Sub(b.NumPrograms(1), 1), b.ProgramID(1)).Named("pm")
+}
+
+// dualStore writes the fp8 tile v of rows × cols twice: as it is into q
+// ([M, K], row-major) and transposed into qt ([K, M], through LDS), each
+// access with index tiles of its own so that each takes the layout it
+// wants.
+func dualStore(b *ir.Builder, c *Call, q, qt, v, pm, pk, m, k *ir.Value) {
+	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	rowsOf := func() *ir.Value { return b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows") }
+	colsOf := func() *ir.Value { return b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols") }
+	rows, cols := rowsOf(), colsOf()
+	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+	b.Store(b.PtrAdd(q, offs), v, b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))))
+	rows, cols = rowsOf(), colsOf()
+	offsT := b.Add(b.Mul(b.Col(cols), m), b.Row(rows)).Named("offs_t")
+	maskT := b.And(b.Col(b.Lt(cols, k)), b.Row(b.Lt(rows, m))).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offsT), b.Trans(v), maskT) // [BLOCK_K, BLOCK_M], coalesced along M
+}
+
+func tensorCastTransposeKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	q := b.Param("q", ir.FP8(c.Format))
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	amaxp := b.Param("amax", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	pk, pm := b.ProgramID(0), dualRowBlock(b)
+	scale := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
+	v := b.Cast(b.Mul(colTile(b, c, x, m, k, pm, pk), scale), ir.FP8(c.Format)).Named("q")
+	dualStore(b, c, q, qt, v, pm, pk, m, k)
+	b.Store(inv, b.Div(1, scale), b.And(b.Eq(pk, 0), b.Eq(pm, 0)))
+}
+
+// rowcolAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column
+// block pk down M, from its ps-th: each tile's row maxima go out by one
+// relaxed atomic a row (the other column blocks hold the rest of the
+// row), its column maxima into a register accumulator that one tree and
+// one atomic a column end, as colwise's amax.
+func rowcolAmaxKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	amaxRow := b.Param("amax_row", ir.F32)
+	amaxCol := b.Param("amax_col", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
+	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
+	acc := b.For(start, m, bm*c.Knob("SPLIT"), []*ir.Value{b.Full(ir.F32, 0, bm, bk).Named("amax_cols")}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
+		r0 = b.MultipleOf(r0, bm)
+		rows := b.Add(r0, b.Arange(bm)).Named("rows")
+		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
+		mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
+		a := b.Abs(loadF32(b, x, offs, mask)).Named("ax")
+		// Relaxed is enough: the cast kernel reads the amaxes after this launch ends.
+		b.AtomicMax(b.PtrAdd(amaxRow, rows), b.Reduce(a, 1, ir.RMax).Named("amax_rows"), b.Lt(rows, m), ir.Relaxed, ir.ScopeAgent)
+		return []*ir.Value{b.Max(acc[0], a)}
+	})
+	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
+	b.AtomicMax(b.PtrAdd(amaxCol, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+}
+
+func rowcolCastKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	q := b.Param("q", ir.FP8(c.Format))
+	invRow := b.Param("inv_scale_row", ir.F32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	invCol := b.Param("inv_scale_col", ir.F32)
+	amaxRow := b.Param("amax_row", ir.F32)
+	amaxCol := b.Param("amax_col", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	pk, pm := b.ProgramID(0), dualRowBlock(b)
+	rows := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
+	cols := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
+	rowOK, colOK := b.Lt(rows, m).Named("row_ok"), b.Lt(cols, k).Named("col_ok")
+	sr := scaleOf(b, b.Load(b.PtrAdd(amaxRow, rows), rowOK, nil).Named("amax_r"), c).Named("scale_r")
+	sc := scaleOf(b, b.Load(b.PtrAdd(amaxCol, cols), colOK, nil).Named("amax_c"), c).Named("scale_c")
+	xf := colTile(b, c, x, m, k, pm, pk)
+	fp8 := ir.FP8(c.Format)
+	b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), b.And(rowOK, b.Eq(pk, 0)))
+	b.Store(b.PtrAdd(invCol, cols), b.Div(1, sc), b.And(colOK, b.Eq(pm, 0)))
+	// q from the row scales, qt from the column scales: the same tile of x.
+	rowsQ := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
+	colsQ := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
+	offs := b.Add(b.Mul(b.Col(rowsQ), k), b.Row(colsQ)).Named("offs")
+	b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(xf, b.Col(sr)), fp8).Named("q"), b.And(b.Col(b.Lt(rowsQ, m)), b.Row(b.Lt(colsQ, k))))
+	vt := b.Cast(b.Mul(xf, b.Row(sc)), fp8).Named("qt")
+	rowsT := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
+	colsT := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
+	offsT := b.Add(b.Mul(b.Col(colsT), m), b.Row(rowsT)).Named("offs_t")
+	maskT := b.And(b.Col(b.Lt(colsT, k)), b.Row(b.Lt(rowsT, m))).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offsT), b.Trans(vt), maskT)
+}

@@ -1,0 +1,78 @@
+package ops
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// TestDualCastsAreTheSingleCasts holds the dual casts' references to the
+// single casts' run apart on the same x, bit for bit: q and inv_scale of
+// tensorwise_cast and qt as q transposed; q and inv_scale of rowwise_cast
+// as q and inv_scale_row, qt and inv_scale of colwise_cast as qt and
+// inv_scale_col.
+func TestDualCastsAreTheSingleCasts(t *testing.T) {
+	shapes := append(castTests.Shapes, Shape{"M": 300, "K": 257})
+	for _, tname := range target.Names() {
+		tg, _ := target.Lookup(tname)
+		for _, sh := range shapes {
+			for _, o := range TensorwiseCastTranspose.OptionSets() {
+				for _, adv := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%v/%v/adv=%v", tname, sh, o, adv), func(t *testing.T) {
+						call := func(op *Op) *Call {
+							c, err := op.NewCall(tg, sh, o)
+							if err != nil {
+								t.Fatal(err)
+							}
+							return c
+						}
+						m, k := sh["M"], sh["K"]
+						tc := call(TensorwiseCastTranspose)
+						in := Inputs(tc, 11, adv)
+						dual := tc.Op.Reference(tc, in)
+						single := Tensorwise.Reference(call(Tensorwise), in)
+						same(t, "tensorwise q", dual["q"].Data, single["q"].Data)
+						same(t, "tensorwise inv_scale", dual["inv_scale"].Data, single["inv_scale"].Data)
+						same(t, "tensorwise qt", dual["qt"].Data, transpose(single["q"].Data, m, k))
+
+						rc := call(RowcolCast)
+						dual = rc.Op.Reference(rc, in)
+						row := Rowwise.Reference(call(Rowwise), in)
+						col := Colwise.Reference(call(Colwise), in)
+						same(t, "rowcol q", dual["q"].Data, row["q"].Data)
+						same(t, "rowcol inv_scale_row", dual["inv_scale_row"].Data, row["inv_scale"].Data)
+						same(t, "rowcol qt", dual["qt"].Data, col["qt"].Data)
+						same(t, "rowcol inv_scale_col", dual["inv_scale_col"].Data, col["inv_scale"].Data)
+						same(t, "rowcol amax_col", dual["amax_col"].Data, col["amax"].Data)
+					})
+				}
+			}
+		}
+	}
+}
+
+func same(t *testing.T, what string, got, want []byte) {
+	t.Helper()
+	if !bytes.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Errorf("%s: byte %d is %#x, the single cast's %#x (%d and %d bytes)", what, i, got[i], want[i], len(got), len(want))
+				return
+			}
+		}
+		t.Errorf("%s: %d bytes, the single cast's %d", what, len(got), len(want))
+	}
+}
+
+// transpose is the m × k byte matrix a as k × m.
+func transpose(a []byte, m, k int) []byte {
+	out := make([]byte, len(a))
+	for i := range m {
+		for j := range k {
+			out[j*m+i] = a[i*k+j]
+		}
+	}
+	return out
+}
