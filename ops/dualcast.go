@@ -60,7 +60,7 @@ var TensorwiseCastTranspose = register(&Op{
 		schedule.Knob{Name: "BLOCK", Doc: "elements per tile of the amax's persistent loop", Domain: schedule.Pow2("1", "65536")}),
 	Constraints: []schedule.Constraint{tileLimit("BLOCK"), tileLimit("BLOCK_M * BLOCK_K"), dualGridRule},
 	Candidates: func() []Candidate {
-		return dualCandidates(Assign{"BLOCK", e("WARPS * WAVE * 16")})
+		return dualCandidates("BLOCK_M", Assign{"BLOCK", e("WARPS * WAVE * 16")})
 	},
 	Ceiling: dualCeiling,
 	Example: Shape{"M": 4096, "K": 4096},
@@ -126,7 +126,7 @@ var RowcolCast = register(&Op{
 		{Cond: e("cdiv(K, BLOCK_K) <= 65535"), Why: "grid axis 1 (column blocks of the amax) holds at most 65535 programs"},
 	},
 	Candidates: func() []Candidate {
-		return dualCandidates(Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K)))))")})
+		return dualCandidates("BLOCK_M", Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(4 * CUS, cdiv(K, BLOCK_K)))))")})
 	},
 	Ceiling: dualCeiling,
 	Example: Shape{"M": 4096, "K": 4096},
@@ -189,12 +189,108 @@ var RowcolCast = register(&Op{
 	},
 })
 
-// dualCandidates: the cast's tiles as colwise's (64 × 64 in 4 waves
+// dualCandidates: the cast's tiles (rows × BLOCK_K) as colwise's (64 × 64 in 4 waves
 // first: 128-byte row segments of bf16 to read, 64-byte rows of qt through
 // LDS), then 128 × 64 in 8, 64 × 32 and 32 × 32 in 4; more is appended to
 // each. Not yet timed on a GPU: the order is colwise's tune.
-func dualCandidates(more ...Assign) []Candidate {
-	out := columnTiles("BLOCK_M", "BLOCK_K", more...)
+func dualCandidates(rows string, more ...Assign) []Candidate {
+	out := columnTiles(rows, "BLOCK_K", more...)
 	out[0], out[1] = out[1], out[0]
 	return out
 }
+
+var GroupedRowcol = register(&Op{
+	Name: "grouped_rowcol_cast",
+	Doc: "x[T,K], offsets[E] (each group's end row, on the device) → q[T,K] fp8 with inv_scale_row[T] (one scale per row), " +
+		"and qt[K,T] fp8 (transposed, groups side by side along T) with inv_scale_col[E,K] (one per token group and column): " +
+		"one amax pass forms both, then one pass writes both",
+	Sizes:   []string{"T", "K", "E"},
+	Options: castOptions,
+	Tensors: []Arg{
+		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("T"), e("K")}, Role: Input},
+		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
+			Doc: "cumulative end row of each group: group g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0), offsets[E-1] = T"},
+		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("T"), e("K")}, Role: Output},
+		{Name: "inv_scale_row", DType: "f32", Shape: []expr.Expr{e("T")}, Role: Output},
+		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e("T")}, Role: Output},
+		{Name: "inv_scale_col", DType: "f32", Shape: []expr.Expr{e("E"), e("K")}, Role: Output},
+		{Name: "amax_row", DType: "f32", Shape: []expr.Expr{e("T")}, Role: Scratch, Init: 0, Doc: "each row's amax, combined by atomics"},
+		{Name: "amax_col", DType: "f32", Shape: []expr.Expr{e("E"), e("K")}, Role: Scratch, Init: 0, Doc: "each group's column amaxes, combined by atomics"},
+		{Name: "status", DType: "i32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0,
+			Doc: "0, or E - g for the first group g whose offsets are bad (then the outputs hold no defined values: groups may overlap or leave rows out; every access stays inside the tensors)", Status: groupStatus},
+	},
+	Kernels: []*Kernel{
+		{Name: "grouped_rowcol_amax", Build: groupedRowcolAmaxKernel, Grid: groupedGrid},
+		{Name: "grouped_rowcol_cast", Build: groupedRowcolCastKernel, Grid: groupedGrid},
+	},
+	Knobs: []schedule.Knob{
+		warpsKnob,
+		{Name: "BLOCK_T", Doc: "rows (tokens) of a tile", Domain: schedule.Pow2("1", "4096")},
+		{Name: "BLOCK_K", Doc: "columns of a tile", Domain: schedule.Pow2("1", "4096")},
+		{Name: "SPLIT", Doc: "programs per group and column block, each taking every SPLIT-th tile of the group's rows", Domain: schedule.Pow2("1", "1024")},
+		{Name: "PREFETCH", Doc: "1: the loops over a program's tiles load the next tile of x before working on this one (twice x's registers); 0: each tile when its turn comes", Domain: schedule.Bool()},
+		{Name: "ORDER", Doc: "1: the grid has a group's SPLIT programs fastest, then the column blocks, then the groups; 0: the column blocks fastest", Domain: schedule.Bool()},
+	},
+	Constraints: []schedule.Constraint{
+		tileLimit("BLOCK_T * BLOCK_K"),
+		{Cond: e("E <= 65535"), Why: "grid axis 1 (groups; 2 with ORDER=1) holds at most 65535 programs"},
+		{Cond: e("ORDER == 0 || cdiv(K, BLOCK_K) <= 65535"), Why: "with ORDER=1 grid axis 1 (column blocks) holds at most 65535 programs"},
+	},
+	// grouped_colwise_cast's two-pass tiles (its first candidates), with
+	// the group's programs fastest and the next tile prefetched.
+	Candidates: func() []Candidate {
+		split := Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(32 * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
+		return dualCandidates("BLOCK_T", split, Assign{"PREFETCH", e("1")}, Assign{"ORDER", e("1")})
+	},
+	Ceiling: e("2 * T * K <= L2 / 2 ? 100 : 67"),
+	Example: Shape{"T": 8192, "K": 2048, "E": 8},
+	Peers:   true,
+	Bench:   GroupedColwise.Bench,
+	Tests: func() Tests {
+		t := GroupedColwise.Tests
+		t.Options = dualTests.Options
+		t.Schedules = nil
+		for _, order := range []int{0, 1} {
+			for _, prefetch := range []int{0, 1} {
+				t.Schedules = append(t.Schedules, schedule.Params{"BLOCK_T": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2 + 2*order, "ORDER": order, "PREFETCH": prefetch})
+			}
+		}
+		return t
+	}(),
+	Goldens:    []Variant{{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}}, {Name: "e5m2_f32_pow2", Options: Options{"fp8": "e5m2", "in": "f32", "pow2": "true"}}},
+	FillInputs: groupOffsets,
+	Validate:   checkOffsets,
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		t, k, ne := c.Size("T"), c.Size("K"), c.Size("E")
+		x := in["x"].Floats()
+		offs := in["offsets"].Ints()
+		out := Tensors(c.SpecsOf(Output, Scratch))
+		refParallel(k, func(j0, j1, _ int) {
+			lo := 0
+			for g := 0; g < ne; g++ {
+				hi := int(offs[g])
+				refColumnGroup(c, x, k, j0, j1, lo, hi, t, g*k, out["qt"].Data, out["inv_scale_col"].Data, out["amax_col"].Data)
+				lo = hi
+			}
+		})
+		enc := refnum.Encoder(c.Format)
+		rowsParallel(t, k, func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				row := x[i*k : (i+1)*k]
+				a := refAmax(row)
+				s := refScale(a, c)
+				refnum.PutF32(out["amax_row"].Data, i, a)
+				refnum.PutF32(out["inv_scale_row"].Data, i, 1/s)
+				for j, v := range row {
+					out["q"].Data[i*k+j] = enc(v * s)
+				}
+			}
+		})
+		return out
+	},
+	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {
+		inv := out["inv_scale_row"].Floats()
+		k := c.Size("K")
+		return dequant(out["q"], c.Format, func(i int) float32 { return inv[i/k] })
+	},
+})

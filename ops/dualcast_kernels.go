@@ -98,3 +98,63 @@ func rowcolCastKernel(b *ir.Builder, c *Call) {
 	maskT := b.And(b.Col(b.Lt(colsT, k)), b.Row(b.Lt(rowsT, m))).Named("mask_t")
 	b.Store(b.PtrAdd(qt, offsT), b.Trans(vt), maskT)
 }
+
+// groupedRowcolAmaxKernel is grouped_colwise_cast's two-pass amax with
+// each tile's row maxima (of the rows in the program's group) sent out
+// by one relaxed atomic a row.
+func groupedRowcolAmaxKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	amaxRow := b.Param("amax_row", ir.F32)
+	amaxCol := b.Param("amax_col", ir.F32)
+	status := b.Param("status", ir.I32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g := groupedPID(b, c, axisGroup)
+	lo, hi, bad := groupRows(b, c, offsets, t, ne)
+	// One program of each group reports it: the largest E - g is the
+	// first bad group.
+	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
+	acc := groupTilesOfX(b, c, x, lo, hi, k, false, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_cols")},
+		func(t0, xf *ir.Value, acc []*ir.Value) []*ir.Value {
+			a := b.Abs(xf).Named("ax")
+			rows, ok := groupedRows(b, c, t0, lo, hi)
+			// Relaxed is enough: the cast kernel reads the amaxes after this launch ends.
+			b.AtomicMax(b.PtrAdd(amaxRow, rows), b.Reduce(a, 1, ir.RMax).Named("amax_rows"), ok, ir.Relaxed, ir.ScopeAgent)
+			return []*ir.Value{b.Max(acc[0], a)}
+		})
+	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
+	cols := groupedCols(b, c)
+	b.AtomicMax(b.PtrAdd(amaxCol, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+}
+
+// groupedRowcolCastKernel is grouped_colwise_cast's two-pass cast that
+// also writes each tile as it is, by its rows' scales, into q.
+func groupedRowcolCastKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	q := b.Param("q", ir.FP8(c.Format))
+	invRow := b.Param("inv_scale_row", ir.F32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	invCol := b.Param("inv_scale_col", ir.F32)
+	amaxRow := b.Param("amax_row", ir.F32)
+	amaxCol := b.Param("amax_col", ir.F32)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	g := groupedPID(b, c, axisGroup)
+	lo, hi, _ := groupRows(b, c, offsets, t, ne)
+	cols := groupedCols(b, c)
+	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
+	sc := scaleOf(b, b.Load(b.PtrAdd(amaxCol, scols), b.Lt(cols, k), nil).Named("amax_c"), c).Named("scale_c")
+	firstCol := b.Eq(groupedPID(b, c, axisCol), 0)
+	groupTilesOfX(b, c, x, lo, hi, k, false, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
+		rows, ok := groupedRows(b, c, t0, lo, hi)
+		sr := scaleOf(b, b.Load(b.PtrAdd(amaxRow, rows), ok, nil).Named("amax_r"), c).Named("scale_r")
+		b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), b.And(ok, firstCol))
+		rowsQ, okQ := groupedRows(b, c, t0, lo, hi)
+		colsQ := groupedCols(b, c)
+		offs := b.Add(b.Mul(b.Col(rowsQ), k), b.Row(colsQ)).Named("offs")
+		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(xf, b.Col(sr)), ir.FP8(c.Format)).Named("q"), b.And(b.Col(okQ), b.Row(b.Lt(colsQ, k))))
+		groupedStoreTile(b, c, qt, lo, hi, t, k, t0, xf, sc)
+		return nil
+	})
+	b.Store(b.PtrAdd(invCol, scols), b.Div(1, sc), b.And(b.Lt(cols, k), b.Eq(groupedPID(b, c, axisSplit), 0)))
+}

@@ -53,6 +53,43 @@ func TestDualCastsAreTheSingleCasts(t *testing.T) {
 	}
 }
 
+// TestGroupedRowcolIsTheSingleCasts holds grouped_rowcol_cast's
+// reference to rowwise_cast's and grouped_colwise_cast's run apart on the
+// same x and offsets, bit for bit.
+func TestGroupedRowcolIsTheSingleCasts(t *testing.T) {
+	for _, tname := range target.Names() {
+		tg, _ := target.Lookup(tname)
+		for _, sh := range GroupedColwise.Tests.Shapes {
+			for _, o := range GroupedRowcol.OptionSets() {
+				for _, adv := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%v/%v/adv=%v", tname, sh, o, adv), func(t *testing.T) {
+						gc, err := GroupedRowcol.NewCall(tg, sh, o)
+						if err != nil {
+							t.Fatal(err)
+						}
+						in := Inputs(gc, 13, adv)
+						dual := GroupedRowcol.Reference(gc, in)
+						rc, err := Rowwise.NewCall(tg, Shape{"M": sh["T"], "K": sh["K"]}, o)
+						if err != nil {
+							t.Fatal(err)
+						}
+						row := Rowwise.Reference(rc, in)
+						cc, err := GroupedColwise.NewCall(tg, sh, o)
+						if err != nil {
+							t.Fatal(err)
+						}
+						col := GroupedColwise.Reference(cc, in)
+						same(t, "q", dual["q"].Data, row["q"].Data)
+						same(t, "inv_scale_row", dual["inv_scale_row"].Data, row["inv_scale"].Data)
+						same(t, "qt", dual["qt"].Data, col["qt"].Data)
+						same(t, "inv_scale_col", dual["inv_scale_col"].Data, col["inv_scale"].Data)
+					})
+				}
+			}
+		}
+	}
+}
+
 func same(t *testing.T, what string, got, want []byte) {
 	t.Helper()
 	if !bytes.Equal(got, want) {

@@ -141,11 +141,22 @@ func TestGroupedOffsetsChecked(t *testing.T) {
 func TestGroupedGarbageOffsets(t *testing.T) {
 	tg, _ := target.Lookup("sm_90")
 	r := rand.New(rand.NewPCG(5, 6))
+	type run struct {
+		op *Op
+		s  schedule.Params
+	}
+	var runs []run
 	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8}} {
-		p, err := GroupedColwise.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, nil, s)
+		runs = append(runs, run{GroupedColwise, s})
+	}
+	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0}} {
+		runs = append(runs, run{GroupedRowcol, s})
+	}
+	for _, ru := range runs {
+		p, err := ru.op.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, nil, ru.s)
 		if err != nil {
 			t.Fatal(err)
 		}
