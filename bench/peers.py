@@ -90,6 +90,14 @@ The casts (options in = bf16|f32, fp8 = e4m3|e5m2, pow2 = false|true):
   expert_colwise_cast  w[E,K,N] -> q[E,K,N] (layout=kn) or qt[E,N,K]
                        (layout=nk: .transpose(1, 2).contiguous()),
                        inv_scale[E,N]: amax over K per expert and column.
+  tensorwise_cast_transpose
+                       x[M,K] -> q[M,K], qt[K,M] (the transposed x cast:
+                       .t() then .contiguous()), inv_scale[] (0-d).
+  rowcol_cast          x[M,K] -> q[M,K], inv_scale_row[M] as rowwise_cast,
+                       qt[K,M], inv_scale_col[K] as colwise_cast.
+  grouped_rowcol_cast  x[T,K], offsets[E] -> q[T,K], inv_scale_row[T] as
+                       rowwise_cast, qt[K,T], inv_scale_col[E,K] as
+                       grouped_colwise_cast (eager and compiled as below).
   grouped_colwise_cast x[T,K], offsets[E] (int32 cumulative group ends, on
                        the device) -> qt[K,T], inv_scale[E,K]: amax per token
                        group and column. Random group sizes summing to T, one
@@ -198,10 +206,15 @@ OPS = {
     "colwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "expert_colwise_cast": OpSpec(("E", "K", "N"), {**CAST_OPTIONS, "layout": ("kn", "nk")}, True),
     "grouped_colwise_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
+    "tensorwise_cast_transpose": OpSpec(("M", "K"), CAST_OPTIONS, True),
+    "rowcol_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
+    "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
 }
 LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
+DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast")
+GROUPED_CASTS = ("grouped_colwise_cast", "grouped_rowcol_cast")
 
 
 # ---- jobs: parsing and validation (no torch) ----
@@ -369,11 +382,11 @@ def token_dims(job):
 def input_specs(job):
     """The peer's arguments, in call order."""
     op, s, o = job["op"], job["sizes"], job["options"]
-    if op in LEGACY_OPS:
+    if op in DENSE_CASTS:
         return [("x", (s["M"], s["K"]), SHORT_DTYPES[o["in"]])]
     if op == "expert_colwise_cast":
         return [("w", (s["E"], s["K"], s["N"]), SHORT_DTYPES[o["in"]])]
-    if op == "grouped_colwise_cast":
+    if op in GROUPED_CASTS:
         return [("x", (s["T"], s["K"]), SHORT_DTYPES[o["in"]]), ("offsets", (s["E"],), "int32")]
     tok = token_dims(job)
     d, hq, hkv = s["D"], s["HQ"], s["HKV"]
@@ -405,6 +418,14 @@ def output_specs(job):
         return [first, ("inv_scale", (e, n), "float32")]
     if op == "grouped_colwise_cast":
         return [("qt", (s["K"], s["T"]), q), ("inv_scale", (s["E"], s["K"]), "float32")]
+    if op == "tensorwise_cast_transpose":
+        return [("q", (s["M"], s["K"]), q), ("qt", (s["K"], s["M"]), q), ("inv_scale", (), "float32")]
+    if op == "rowcol_cast":
+        return [("q", (s["M"], s["K"]), q), ("inv_scale_row", (s["M"],), "float32"),
+                ("qt", (s["K"], s["M"]), q), ("inv_scale_col", (s["K"],), "float32")]
+    if op == "grouped_rowcol_cast":
+        return [("q", (s["T"], s["K"]), q), ("inv_scale_row", (s["T"],), "float32"),
+                ("qt", (s["K"], s["T"]), q), ("inv_scale_col", (s["E"], s["K"]), "float32")]
     tok = token_dims(job)
     d, hq, hkv = s["D"], s["HQ"], s["HKV"]
     if op == "qk_norm_rope":
@@ -642,12 +663,38 @@ def cast_peer(job):
         scale = scale_of(amax)
         return quantize(xf, scale[gid]).t().contiguous(), 1.0 / scale
 
+    # The dual casts the plain-torch way: each orientation cast from x.
+    def tensorwise_cast_transpose(x):
+        xf = x.float()
+        scale = scale_of(xf.abs().amax())
+        return quantize(xf, scale), quantize(xf.t(), scale).contiguous(), 1.0 / scale
+
+    def rowcol_cast(x):
+        q, inv_row = rowwise_cast(x)
+        qt, inv_col = colwise_cast(x)
+        return q, inv_row, qt, inv_col
+
+    def grouped_rowcol_cast(x, offsets):
+        q, inv_row = rowwise_cast(x)
+        qt, inv_col = grouped_colwise_cast(x, offsets)
+        return q, inv_row, qt, inv_col
+
+    def grouped_rowcol_cast_nosync(x, offsets):
+        q, inv_row = rowwise_cast(x)
+        qt, inv_col = grouped_colwise_cast_nosync(x, offsets)
+        return q, inv_row, qt, inv_col
+
+    if op == "grouped_rowcol_cast":
+        return Peer(grouped_rowcol_cast, compile_it(grouped_rowcol_cast_nosync),
+                    note="the rows as rowwise_cast; eager reads offsets on the host (a sync per call) and loops over the groups",
+                    compile_note="the rows as rowwise_cast; the groups device-only: searchsorted, scatter_reduce(amax)")
     if op == "grouped_colwise_cast":
         return Peer(grouped_colwise_cast, compile_it(grouped_colwise_cast_nosync),
                     note="eager reads offsets on the host (offsets.tolist(), a sync per call) and loops over the groups",
                     compile_note="a device-only form: row groups by searchsorted, amaxes by scatter_reduce(amax)")
     fn = {"rowwise_cast": rowwise_cast, "tensorwise_cast": tensorwise_cast, "colwise_cast": colwise_cast,
-          "expert_colwise_cast": expert_colwise_cast}[op]
+          "expert_colwise_cast": expert_colwise_cast, "tensorwise_cast_transpose": tensorwise_cast_transpose,
+          "rowcol_cast": rowcol_cast}[op]
     return Peer(fn, compile_it(fn))
 
 

@@ -1057,6 +1057,41 @@ class TestPeerMaths(unittest.TestCase):
                         self.assertEqual(q.data, want_q)
                         self.assertEqual(inv.data, want_inv)
 
+    def test_dual_casts_are_the_single_casts(self):
+        m, k = 5, 7
+        for o in self.cast_options():
+            with self.subTest(**o):
+                x = randn_ft((m, k), getattr(self.fake, peers.SHORT_DTYPES[o["in"]]), self.rng)
+                x.data[3] = 0.0
+                single = {op: self.run_both(job(op, {"M": m, "K": k}, **o), x)[0]
+                          for op in ("rowwise_cast", "tensorwise_cast", "colwise_cast")}
+                for q, qt, inv in self.run_both(job("tensorwise_cast_transpose", {"M": m, "K": k}, **o), x):
+                    self.assertEqual(q.data, single["tensorwise_cast"][0].data)
+                    self.assertEqual(qt.tolist(), [list(r) for r in zip(*q.tolist())])
+                    self.assertEqual(inv.data, single["tensorwise_cast"][1].data)
+                for q, inv_row, qt, inv_col in self.run_both(job("rowcol_cast", {"M": m, "K": k}, **o), x):
+                    self.assertEqual(q.data, single["rowwise_cast"][0].data)
+                    self.assertEqual(inv_row.data, single["rowwise_cast"][1].data)
+                    self.assertEqual(qt.data, single["colwise_cast"][0].data)
+                    self.assertEqual(inv_col.data, single["colwise_cast"][1].data)
+
+    def test_grouped_rowcol_is_the_single_casts(self):
+        t, k = 11, 3
+        for o in self.cast_options():
+            for sizes in ([4, 0, 7], [11], [1] * 11):
+                with self.subTest(sizes=sizes, **o):
+                    e = len(sizes)
+                    x = randn_ft((t, k), getattr(self.fake, peers.SHORT_DTYPES[o["in"]]), self.rng)
+                    offsets = FT(peers.cumulative(sizes), (e,), int32)
+                    row = self.run_both(job("rowwise_cast", {"M": t, "K": k}, **o), x)[0]
+                    col = self.run_both(job("grouped_colwise_cast", {"T": t, "K": k, "E": e}, **o), x, offsets)[0]
+                    for q, inv_row, qt, inv_col in self.run_both(job("grouped_rowcol_cast", {"T": t, "K": k, "E": e}, **o),
+                                                                 x, offsets):
+                        self.assertEqual(q.data, row[0].data)
+                        self.assertEqual(inv_row.data, row[1].data)
+                        self.assertEqual(qt.tolist(), col[0].tolist())
+                        self.assertEqual(inv_col.data, col[1].data)
+
     def test_expert_colwise(self):
         e, k, n = 2, 5, 3
         for o in self.cast_options():

@@ -67,6 +67,9 @@ SHAPES = {
     "tensorwise_cast": ["M=40,K=72", "M=7,K=33"],
     "expert_colwise_cast": ["E=3,K=72,N=40", "E=3,K=33,N=7"],
     "grouped_colwise_cast": ["T=200,K=72,E=5", "T=130,K=17,E=4"],
+    "tensorwise_cast_transpose": ["M=40,K=72", "M=7,K=33"],
+    "rowcol_cast": ["M=40,K=72", "M=7,K=33"],
+    "grouped_rowcol_cast": ["T=200,K=72,E=5", "T=130,K=17,E=4"],
 }
 # Option sets beyond the defaults (flags of both export and run).
 OPTIONS = [[], ["--in-dtype", "f32", "--fp8", "e5m2", "--pow2"]]
