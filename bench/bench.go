@@ -71,6 +71,9 @@ const (
 	// ImplSweepBest is fp8gen at the fastest point of its space (bench
 	// --sweep), beside the default it reports.
 	ImplSweepBest = "fp8gen-sweep-best"
+	// ImplApart is fp8gen's single ops that compute the same outputs
+	// (Op.Apart), timed back to back, over the op's ideal bytes.
+	ImplApart = "fp8gen-apart"
 )
 
 // Row is one measurement: one implementation of one op on one shape. Its
@@ -313,8 +316,13 @@ func Table(rows []Row) string {
 	FillPctCopy(rows)
 	var b strings.Builder
 	sweep := slices.ContainsFunc(rows, func(r Row) bool { return r.Impl == ImplSweepBest })
+	apart := slices.ContainsFunc(rows, func(r Row) bool { return r.Impl == ImplApart })
 	b.WriteString("| op | shape | fp8gen µs | GB/s | % copy | % ceiling | eager µs | compiled µs | autotune µs | vs eager | vs compiled | vs autotune |")
 	rule := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	if apart {
+		b.WriteString(" apart µs | vs apart |")
+		rule += "--:|--:|"
+	}
 	if sweep {
 		b.WriteString(" sweep best µs | default vs best |")
 		rule += "--:|--:|"
@@ -337,6 +345,10 @@ func Table(rows []Row) string {
 			speedup(f, fok, e, eok),
 			speedup(f, fok, c, cok),
 			speedup(f, fok, a, aok),
+		}
+		if apart {
+			ap, apok := g.Impl[ImplApart]
+			cols = append(cols, cell(ap, apok, ap.TimeUS, "%.1f"), speedup(f, fok, ap, apok))
 		}
 		if sweep {
 			sb, sok := g.Impl[ImplSweepBest]

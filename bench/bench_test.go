@@ -200,6 +200,19 @@ func TestTableSweep(t *testing.T) {
 	}
 }
 
+// With apart rows the table shows the single ops' time back to back and
+// fp8gen's speedup over it.
+func TestTableApart(t *testing.T) {
+	rows := append(sample(), Row{Op: "rowwise_cast", Shape: "8192x8192", Impl: ImplApart, TimeUS: 90, GBPerS: 2000})
+	table := Table(rows)
+	if !strings.Contains(table, "| apart µs | vs apart |") || !strings.Contains(table, "| 90.0 | 1.50× |") {
+		t.Errorf("no apart columns, or wrong ones:\n%s", table)
+	}
+	if strings.Contains(Table(sample()), "apart") {
+		t.Error("apart columns without apart rows")
+	}
+}
+
 // Log writes whole lines everywhere; on a terminal it first blanks the
 // progress line, which the next Step draws again.
 func TestProgressLog(t *testing.T) {

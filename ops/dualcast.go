@@ -65,6 +65,7 @@ var TensorwiseCastTranspose = register(&Op{
 	Ceiling: dualCeiling,
 	Example: Shape{"M": 4096, "K": 4096},
 	Bench:   benchShapes,
+	Apart:   []Part{{Op: Tensorwise}, {Op: Colwise}},
 	Tests: func() Tests {
 		t := dualTests
 		t.Schedules = []schedule.Params{{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "BLOCK": 128}, {"BLOCK_M": 8, "BLOCK_K": 64, "WARPS": 2, "BLOCK": 64}}
@@ -131,6 +132,7 @@ var RowcolCast = register(&Op{
 	Ceiling: dualCeiling,
 	Example: Shape{"M": 4096, "K": 4096},
 	Bench:   benchShapes,
+	Apart:   []Part{{Op: Rowwise}, {Op: Colwise}},
 	Tests: func() Tests {
 		t := dualTests
 		t.Schedules = []schedule.Params{{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 2}, {"BLOCK_M": 8, "BLOCK_K": 16, "WARPS": 1, "SPLIT": 1}}
@@ -246,6 +248,8 @@ var GroupedRowcol = register(&Op{
 	Example: Shape{"T": 8192, "K": 2048, "E": 8},
 	Peers:   true,
 	Bench:   GroupedColwise.Bench,
+	Apart: []Part{{Op: Rowwise, Shape: func(sh Shape) Shape { return Shape{"M": sh["T"], "K": sh["K"]} }},
+		{Op: GroupedColwise}},
 	Tests: func() Tests {
 		t := GroupedColwise.Tests
 		t.Options = dualTests.Options

@@ -90,6 +90,51 @@ func TestGroupedRowcolIsTheSingleCasts(t *testing.T) {
 	}
 }
 
+// TestApartPartsMakeTheOutputs holds each op's Apart to what bench needs
+// of it: every part is a call at the op's shape and options (the part's
+// shape), and the parts' outputs have the op's outputs' shapes, each of
+// the op's outputs by some part (by name, or with a suffix the op adds:
+// inv_scale_row is a part's inv_scale).
+func TestApartPartsMakeTheOutputs(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	n := 0
+	for _, name := range Names() {
+		op, _ := Lookup(name)
+		if len(op.Apart) == 0 {
+			continue
+		}
+		n++
+		for _, o := range op.OptionSets() {
+			c, err := op.NewCall(tg, op.Example, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parts []Spec
+			for _, p := range op.Apart {
+				pc, err := p.Op.NewCall(tg, p.PartShape(op.Example), o)
+				if err != nil {
+					t.Fatalf("%s: part %s: %v", op.Name, p.Op.Name, err)
+				}
+				parts = append(parts, pc.SpecsOf(Output)...)
+			}
+			for _, s := range c.SpecsOf(Output) {
+				found := false
+				for _, ps := range parts {
+					if (ps.Name == s.Name || ps.Name+"_row" == s.Name || ps.Name+"_col" == s.Name) && ps.Bytes() == s.Bytes() {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("%s %v: no part writes an output like %s (%d bytes)", op.Name, o, s.Name, s.Bytes())
+				}
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d ops have parts, want the 3 dual casts", n)
+	}
+}
+
 func same(t *testing.T, what string, got, want []byte) {
 	t.Helper()
 	if !bytes.Equal(got, want) {

@@ -188,6 +188,10 @@ type Op struct {
 	// Peers says bench/peers.py has this op's PyTorch versions (eager,
 	// torch.compile) to time beside it.
 	Peers bool
+	// Apart, if set, are the ops that compute this op's outputs run one
+	// after another (rowwise_cast, then colwise_cast): bench times them
+	// back to back at the op's shape beside it.
+	Apart []Part
 	// Forward, on a backward op, is its forward: bench times the two at
 	// each shape and reports the training step, forward then backward,
 	// against the PyTorch chain's forward and backward.
@@ -222,6 +226,21 @@ type Op struct {
 	// variants the golden files hold beyond the defaults.
 	Tests   Tests
 	Goldens []Variant
+}
+
+// Part is one op of an Op.Apart.
+type Part struct {
+	Op *Op
+	// Shape is the part's shape at the op's (nil: the same).
+	Shape func(Shape) Shape
+}
+
+// PartShape is p's shape at the op's shape sh.
+func (p Part) PartShape(sh Shape) Shape {
+	if p.Shape == nil {
+		return sh
+	}
+	return p.Shape(sh)
 }
 
 // Tests are the shapes the generic tests run an op at.

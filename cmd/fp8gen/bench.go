@@ -63,7 +63,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	warm := fs.Int("warm", 20, "untimed launches first")
 	iters := fs.Int("iters", 200, "timed launches, each after a 256 MB write that flushes L2 (as triton's do_bench times the peers); the median is reported")
 	check := fs.Bool("check", true, "check fp8gen's outputs bit for bit against the reference once per case")
-	sched := fs.String("schedule", "", "override schedule knobs for every op")
+	sched := fs.String("schedule", "", "override schedule knobs for every op (not for the single ops an apart row times)")
 	sweep := fs.Bool("sweep", false, "also time every feasible schedule of each op's space and report the fastest beside the default")
 	if _, err := parse(fs, args, false); err != nil {
 		return err
@@ -198,6 +198,32 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				PctCopy: 100, GPU: gpu, Date: date, Commit: commit})
 		caseOpts[j.op.Name+" "+j.text] = opts
 		prog.Log(fmt.Sprintf("  %s: fp8gen %.1f µs, %.1f%% of copy (%.1f µs)", j.label(), us(t), 100*float64(ct)/float64(t), us(ct)))
+		if len(j.op.Apart) > 0 && j.op.Forward == nil {
+			// The single ops that compute the same outputs, back to back.
+			var at time.Duration
+			var specs []string
+			for _, part := range j.op.Apart {
+				sh, po := part.PartShape(j.shape), optsFor(part.Op, j.opts)
+				// Each part at its own tuned or default schedule: --schedule
+				// names the op's knobs, not theirs.
+				var ps schedule.Params
+				if c, err := part.Op.NewCall(g.T, sh, po); err == nil {
+					ps = tunedSchedule(c, stderr)
+				}
+				pp, err := part.Op.NewPlan(g.T, sh, po, ps)
+				if err != nil {
+					return fmt.Errorf("%s apart: %w", j.label(), err)
+				}
+				pt, spec, _, err := timePlan(g, pp, job{part.Op, sh, shapeText(part.Op, sh), po}, newSample(pp.Call, *check), *warm, *iters)
+				if err != nil {
+					return err
+				}
+				at += pt
+				specs = append(specs, part.Op.Name+" "+spec)
+			}
+			rows = append(rows, row(bench.ImplApart, at, strings.Join(specs, ", then ")))
+			prog.Log(fmt.Sprintf("  %s: apart %.1f µs (%.2f× fp8gen's time)", j.label(), us(at), float64(at)/float64(t)))
+		}
 		if *sweep && j.op.Forward == nil {
 			best, bestT, err := sweepSchedules(g, j, *warm, *iters, stdout)
 			if err != nil {
