@@ -17,8 +17,9 @@ import (
 // unless x fits in half the L2 for the second read.
 var dualCeiling = e("2 * M * K <= L2 / 2 ? 100 : 67")
 
-// dualTests are castTests with small tiles at Odd (M=40, K=72), so that
-// the amax loops take several trips and the tiles straddle both edges.
+// dualTests are castTests with f32 in and the default format as a
+// further option set; each op adds small tiles at Odd (M=40, K=72), so
+// that the loops take several trips and the tiles straddle both edges.
 var dualTests = func() Tests {
 	t := castTests
 	t.Options = []Options{{"in": "f32", "fp8": "e5m2", "pow2": "true"}, {"in": "f32"}}
@@ -65,7 +66,9 @@ var TensorwiseCastTranspose = register(&Op{
 	Ceiling: dualCeiling,
 	Example: Shape{"M": 4096, "K": 4096},
 	Bench:   benchShapes,
-	Apart:   []Part{{Op: Tensorwise}, {Op: Colwise}},
+	// What a user runs without it: tensorwise_cast for q, colwise_cast
+	// for the transposed operand (whose scales are per column).
+	Apart: []Part{{Op: Tensorwise}, {Op: Colwise}},
 	Tests: func() Tests {
 		t := dualTests
 		t.Schedules = []schedule.Params{{"BLOCK_M": 16, "BLOCK_K": 32, "WARPS": 4, "BLOCK": 128}, {"BLOCK_M": 8, "BLOCK_K": 64, "WARPS": 2, "BLOCK": 64}}
