@@ -246,10 +246,7 @@ var Tensorwise = register(&Op{
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		// Chunks' amaxes, then their max: maxNum is exact in any order.
-		parts := make([]float32, refChunks)
-		bigParallel(len(x), func(lo, hi, chunk int) { parts[chunk] = refAmax(x[lo:hi]) })
-		amax := refAmax(parts)
+		amax := refTensorAmax(x)
 		scale := refScale(amax, c)
 		enc := refnum.Encoder(c.Format)
 		bigParallel(len(x), func(lo, hi, _ int) {
@@ -434,6 +431,14 @@ func refColumnGroup(c *Call, x []float32, k, j0, j1, lo, hi, t, base int, qt, in
 			qt[(j0+j)*t+i] = enc(v * scale[j])
 		}
 	}
+}
+
+// refTensorAmax is refAmax of x by chunks in parallel, then the chunks'
+// max: maxNum is exact in any order.
+func refTensorAmax(x []float32) float32 {
+	parts := make([]float32, refChunks)
+	bigParallel(len(x), func(lo, hi, chunk int) { parts[chunk] = refAmax(x[lo:hi]) })
+	return refAmax(parts)
 }
 
 // refAmax is max |x| by IEEE maxNum (NaN ignored), from 0.

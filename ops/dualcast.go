@@ -26,6 +26,28 @@ var dualTests = func() Tests {
 	return t
 }()
 
+// dualGoldens: an odd shape and the other end of every option.
+var dualGoldens = []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}}, {Name: "e5m2_f32_pow2", Options: Options{"fp8": "e5m2", "in": "f32", "pow2": "true"}}}
+
+// refRows scales each of the m rows of x (k elements a row) by its own
+// amax into q, with the amaxes and inverse scales into am and inv: rows in
+// parallel.
+func refRows(c *Call, x []float32, m, k int, q, inv, am []byte) {
+	enc := refnum.Encoder(c.Format)
+	rowsParallel(m, k, func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			row := x[i*k : (i+1)*k]
+			a := refAmax(row)
+			s := refScale(a, c)
+			refnum.PutF32(am, i, a)
+			refnum.PutF32(inv, i, 1/s)
+			for j, v := range row {
+				q[i*k+j] = enc(v * s)
+			}
+		}
+	})
+}
+
 // dualTileKnobs are the cast tile's knobs: the tile is read once and
 // written twice, the transposed copy through LDS.
 var dualTileKnobs = []schedule.Knob{
@@ -75,14 +97,12 @@ var TensorwiseCastTranspose = register(&Op{
 		return t
 	}(),
 	Peers:   true,
-	Goldens: []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}}, {Name: "e5m2_f32_pow2", Options: Options{"fp8": "e5m2", "in": "f32", "pow2": "true"}}},
+	Goldens: dualGoldens,
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		parts := make([]float32, refChunks)
-		bigParallel(len(x), func(lo, hi, chunk int) { parts[chunk] = refAmax(x[lo:hi]) })
-		amax := refAmax(parts)
+		amax := refTensorAmax(x)
 		scale := refScale(amax, c)
 		enc := refnum.Encoder(c.Format)
 		q, qt := out["q"].Data, out["qt"].Data
@@ -142,48 +162,15 @@ var RowcolCast = register(&Op{
 		return t
 	}(),
 	Peers:   true,
-	Goldens: []Variant{{Name: "odd", Shape: Shape{"M": 1000, "K": 333}}, {Name: "e5m2_f32_pow2", Options: Options{"fp8": "e5m2", "in": "f32", "pow2": "true"}}},
+	Goldens: dualGoldens,
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		enc := refnum.Encoder(c.Format)
-		// Column amaxes by chunks of rows, combined: maxNum is exact in any order.
-		parts := make([][]float32, refChunks)
-		rowsParallel(m, k, func(lo, hi, chunk int) {
-			p := make([]float32, k)
-			for i := lo; i < hi; i++ {
-				for j, v := range x[i*k : (i+1)*k] {
-					p[j] = refnum.MaxNum(p[j], refnum.Abs(v))
-				}
-			}
-			parts[chunk] = p
-		})
-		colScale := make([]float32, k)
-		for j := range colScale {
-			a := float32(0)
-			for _, p := range parts {
-				if p != nil {
-					a = refnum.MaxNum(a, p[j])
-				}
-			}
-			colScale[j] = refScale(a, c)
-			refnum.PutF32(out["amax_col"].Data, j, a)
-			refnum.PutF32(out["inv_scale_col"].Data, j, 1/colScale[j])
-		}
-		q, qt := out["q"].Data, out["qt"].Data
-		rowsParallel(m, k, func(lo, hi, _ int) {
-			for i := lo; i < hi; i++ {
-				row := x[i*k : (i+1)*k]
-				a := refAmax(row)
-				s := refScale(a, c)
-				refnum.PutF32(out["amax_row"].Data, i, a)
-				refnum.PutF32(out["inv_scale_row"].Data, i, 1/s)
-				for j, v := range row {
-					q[i*k+j] = enc(v * s)
-					qt[j*m+i] = enc(v * colScale[j])
-				}
-			}
+		refRows(c, x, m, k, out["q"].Data, out["inv_scale_row"].Data, out["amax_row"].Data)
+		// One group of every row: the grouped reference's column blocks.
+		refParallel(k, func(j0, j1, _ int) {
+			refColumnGroup(c, x, k, j0, j1, 0, m, m, 0, out["qt"].Data, out["inv_scale_col"].Data, out["amax_col"].Data)
 		})
 		return out
 	},
@@ -268,31 +255,9 @@ var GroupedRowcol = register(&Op{
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
-		t, k, ne := c.Size("T"), c.Size("K"), c.Size("E")
-		x := in["x"].Floats()
-		offs := in["offsets"].Ints()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		refParallel(k, func(j0, j1, _ int) {
-			lo := 0
-			for g := 0; g < ne; g++ {
-				hi := int(offs[g])
-				refColumnGroup(c, x, k, j0, j1, lo, hi, t, g*k, out["qt"].Data, out["inv_scale_col"].Data, out["amax_col"].Data)
-				lo = hi
-			}
-		})
-		enc := refnum.Encoder(c.Format)
-		rowsParallel(t, k, func(lo, hi, _ int) {
-			for i := lo; i < hi; i++ {
-				row := x[i*k : (i+1)*k]
-				a := refAmax(row)
-				s := refScale(a, c)
-				refnum.PutF32(out["amax_row"].Data, i, a)
-				refnum.PutF32(out["inv_scale_row"].Data, i, 1/s)
-				for j, v := range row {
-					out["q"].Data[i*k+j] = enc(v * s)
-				}
-			}
-		})
+		refRows(c, in["x"].Floats(), c.Size("T"), c.Size("K"), out["q"].Data, out["inv_scale_row"].Data, out["amax_row"].Data)
+		refGroupedColumns(c, in, out["qt"].Data, out["inv_scale_col"].Data, out["amax_col"].Data)
 		return out
 	},
 	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {

@@ -8,21 +8,30 @@ func dualRowBlock(b *ir.Builder) *ir.Value {
 	return b.Sub(b.Sub(b.NumPrograms(1), 1), b.ProgramID(1)).Named("pm")
 }
 
-// dualStore writes the fp8 tile v of rows × cols twice: as it is into q
-// ([M, K], row-major) and transposed into qt ([K, M], through LDS), each
-// access with index tiles of its own so that each takes the layout it
-// wants.
-func dualStore(b *ir.Builder, c *Call, q, qt, v, pm, pk, m, k *ir.Value) {
-	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
-	rowsOf := func() *ir.Value { return b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows") }
-	colsOf := func() *ir.Value { return b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols") }
-	rows, cols := rowsOf(), colsOf()
+// storeRows writes the fp8 tile v of program (pm, pk) into q ([M, K],
+// row-major), and storeTransposed the tile vt transposed into qt ([K, M],
+// through LDS): each access with index tiles of its own, so that each
+// takes the layout it wants.
+func storeRows(b *ir.Builder, c *Call, q, v, pm, pk, m, k *ir.Value) {
+	rows, cols := tileRows(b, c, pm), tileCols(b, c, pk)
 	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
 	b.Store(b.PtrAdd(q, offs), v, b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))))
-	rows, cols = rowsOf(), colsOf()
+}
+
+func storeTransposed(b *ir.Builder, c *Call, qt, vt, pm, pk, m, k *ir.Value) {
+	rows, cols := tileRows(b, c, pm), tileCols(b, c, pk)
 	offsT := b.Add(b.Mul(b.Col(cols), m), b.Row(rows)).Named("offs_t")
 	maskT := b.And(b.Col(b.Lt(cols, k)), b.Row(b.Lt(rows, m))).Named("mask_t")
-	b.Store(b.PtrAdd(qt, offsT), b.Trans(v), maskT) // [BLOCK_K, BLOCK_M], coalesced along M
+	b.Store(b.PtrAdd(qt, offsT), b.Trans(vt), maskT) // [BLOCK_K, BLOCK_M], coalesced along M
+}
+
+// tileRows and tileCols are the rows and columns of program (pm, pk)'s tile.
+func tileRows(b *ir.Builder, c *Call, pm *ir.Value) *ir.Value {
+	return b.Add(b.Mul(pm, c.Knob("BLOCK_M")), b.Arange(c.Knob("BLOCK_M"))).Named("rows")
+}
+
+func tileCols(b *ir.Builder, c *Call, pk *ir.Value) *ir.Value {
+	return b.Add(b.Mul(pk, c.Knob("BLOCK_K")), b.Arange(c.Knob("BLOCK_K"))).Named("cols")
 }
 
 func tensorCastTransposeKernel(b *ir.Builder, c *Call) {
@@ -35,7 +44,8 @@ func tensorCastTransposeKernel(b *ir.Builder, c *Call) {
 	pk, pm := b.ProgramID(0), dualRowBlock(b)
 	scale := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
 	v := b.Cast(b.Mul(colTile(b, c, x, m, k, pm, pk), scale), ir.FP8(c.Format)).Named("q")
-	dualStore(b, c, q, qt, v, pm, pk, m, k)
+	storeRows(b, c, q, v, pm, pk, m, k)
+	storeTransposed(b, c, qt, v, pm, pk, m, k)
 	b.Store(inv, b.Div(1, scale), b.And(b.Eq(pk, 0), b.Eq(pm, 0)))
 }
 
@@ -75,10 +85,8 @@ func rowcolCastKernel(b *ir.Builder, c *Call) {
 	amaxRow := b.Param("amax_row", ir.F32)
 	amaxCol := b.Param("amax_col", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
 	pk, pm := b.ProgramID(0), dualRowBlock(b)
-	rows := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
-	cols := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
+	rows, cols := tileRows(b, c, pm), tileCols(b, c, pk)
 	rowOK, colOK := b.Lt(rows, m).Named("row_ok"), b.Lt(cols, k).Named("col_ok")
 	sr := scaleOf(b, b.Load(b.PtrAdd(amaxRow, rows), rowOK, nil).Named("amax_r"), c).Named("scale_r")
 	sc := scaleOf(b, b.Load(b.PtrAdd(amaxCol, cols), colOK, nil).Named("amax_c"), c).Named("scale_c")
@@ -87,16 +95,8 @@ func rowcolCastKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), b.And(rowOK, b.Eq(pk, 0)))
 	b.Store(b.PtrAdd(invCol, cols), b.Div(1, sc), b.And(colOK, b.Eq(pm, 0)))
 	// q from the row scales, qt from the column scales: the same tile of x.
-	rowsQ := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
-	colsQ := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
-	offs := b.Add(b.Mul(b.Col(rowsQ), k), b.Row(colsQ)).Named("offs")
-	b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(xf, b.Col(sr)), fp8).Named("q"), b.And(b.Col(b.Lt(rowsQ, m)), b.Row(b.Lt(colsQ, k))))
-	vt := b.Cast(b.Mul(xf, b.Row(sc)), fp8).Named("qt")
-	rowsT := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
-	colsT := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
-	offsT := b.Add(b.Mul(b.Col(colsT), m), b.Row(rowsT)).Named("offs_t")
-	maskT := b.And(b.Col(b.Lt(colsT, k)), b.Row(b.Lt(rowsT, m))).Named("mask_t")
-	b.Store(b.PtrAdd(qt, offsT), b.Trans(vt), maskT)
+	storeRows(b, c, q, b.Cast(b.Mul(xf, b.Col(sr)), fp8).Named("q"), pm, pk, m, k)
+	storeTransposed(b, c, qt, b.Cast(b.Mul(xf, b.Row(sc)), fp8).Named("qt"), pm, pk, m, k)
 }
 
 // groupedRowcolAmaxKernel is grouped_colwise_cast's two-pass amax with

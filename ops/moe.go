@@ -285,20 +285,9 @@ var GroupedColwise = register(&Op{
 	},
 	FillInputs: groupOffsets,
 	Validate:   checkOffsets,
-	// Row by row, column blocks in parallel (as the expert op's).
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
-		t, k, ne := c.Size("T"), c.Size("K"), c.Size("E")
-		x := in["x"].Floats()
-		offs := in["offsets"].Ints()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		refParallel(k, func(j0, j1, _ int) {
-			lo := 0
-			for g := 0; g < ne; g++ {
-				hi := int(offs[g])
-				refColumnGroup(c, x, k, j0, j1, lo, hi, t, g*k, out["qt"].Data, out["inv_scale"].Data, out["amax"].Data)
-				lo = hi
-			}
-		})
+		refGroupedColumns(c, in, out["qt"].Data, out["inv_scale"].Data, out["amax"].Data)
 		return out
 	},
 	Dequantize: func(c *Call, in, out map[string]*Tensor) []float32 {
@@ -317,6 +306,24 @@ var GroupedColwise = register(&Op{
 		return x
 	},
 })
+
+// refGroupedColumns scales each token group's columns of x (in["x"],
+// groups by in["offsets"]) into the transposed qt, with each group's
+// column amaxes and inverse scales at [g·K + column] of am and inv: row by
+// row, column blocks in parallel (as the expert op's).
+func refGroupedColumns(c *Call, in map[string]*Tensor, qt, inv, am []byte) {
+	t, k, ne := c.Size("T"), c.Size("K"), c.Size("E")
+	x := in["x"].Floats()
+	offs := in["offsets"].Ints()
+	refParallel(k, func(j0, j1, _ int) {
+		lo := 0
+		for g := 0; g < ne; g++ {
+			hi := int(offs[g])
+			refColumnGroup(c, x, k, j0, j1, lo, hi, t, g*k, qt, inv, am)
+			lo = hi
+		}
+	})
+}
 
 // groupedGrid: column blocks × groups × programs per group, or (ORDER=1)
 // programs per group × column blocks × groups.
