@@ -345,7 +345,19 @@ func (op *Op) check() error {
 		return nil
 	}
 	var errs []error
-	for _, t := range op.Tensors {
+	for i, t := range op.Tensors {
+		// One name, several tensors: each under its own values of one
+		// option, so that a call's options pick at most one.
+		for _, u := range op.Tensors[:i] {
+			if u.Name != t.Name {
+				continue
+			}
+			k, vs, _ := strings.Cut(t.When, "=")
+			uk, uvs, _ := strings.Cut(u.When, "=")
+			if k == "" || k != uk || slices.ContainsFunc(strings.Split(vs, "|"), func(v string) bool { return slices.Contains(strings.Split(uvs, "|"), v) }) {
+				errs = append(errs, fmt.Errorf("tensor %s is named twice: the two must be conditioned on disjoint values of one option (when %q and %q)", t.Name, u.When, t.When))
+			}
+		}
 		if t.When != "" {
 			errs = append(errs, op.optionCond("tensor "+t.Name, t.When))
 		}
@@ -468,7 +480,7 @@ func (c *Call) Flag(n string) bool { return c.Opt(n) == "true" }
 // DType is the element type of one of the op's tensors.
 func (c *Call) DType(tensor string) ir.DType {
 	for _, t := range c.Op.Tensors {
-		if t.Name == tensor {
+		if t.Name == tensor && t.Present(c.Options) { // a name may stand for one tensor under each option value
 			d, err := c.dtype(t.DType)
 			if err != nil {
 				panic("BUG: " + err.Error())

@@ -194,6 +194,11 @@ func TestDescriptionsCheck(t *testing.T) {
 	if err := bad.check(); err == nil || !strings.Contains(err.Error(), `kernel k: when "angles=sines" names no option value`) {
 		t.Errorf("a kernel under angles=sines: %v", err)
 	}
+	bad = *SwigluProbs
+	bad.Tensors = append(slices.Clone(bad.Tensors), Arg{Name: "y", DType: "f32", Shape: bad.Tensors[0].Shape, Role: Output, When: "quant=rowwise"})
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "tensor y is named twice") {
+		t.Errorf("two tensors y under quant=rowwise: %v", err)
+	}
 	bad = *Rowwise
 	bad.Candidates = func() []Candidate { return nil }
 	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "proposes no candidate schedules") {

@@ -70,10 +70,17 @@ SHAPES = {
     "tensorwise_cast_transpose": ["M=40,K=72", "M=7,K=33"],
     "rowcol_cast": ["M=40,K=72", "M=7,K=33"],
     "grouped_rowcol_cast": ["T=200,K=72,E=5", "T=130,K=17,E=4"],
+    "swiglu_probs": ["R=40,F=72", "R=7,F=8"],
+    "swiglu_probs_bwd": ["R=40,F=72", "R=7,F=8"],
 }
 # Option sets beyond the defaults (flags of both export and run).
 OPTIONS = [[], ["--in-dtype", "f32", "--fp8", "e5m2", "--pow2"]]
-EXTRA_OPTIONS = {"expert_colwise_cast": [["--opt", "layout=nk"]]}
+EXTRA_OPTIONS = {
+    "expert_colwise_cast": [["--opt", "layout=nk"]],
+    "swiglu_probs": [["--fp8", "e5m2", "--pow2"], ["--opt", "quant=tensorwise"],
+                     ["--opt", "quant=none", "--opt", "layout=interleaved", "--opt", "probs=false"]],
+    "swiglu_probs_bwd": [["--opt", "quant=rowwise", "--fp8", "e5m2"], ["--opt", "layout=interleaved"]],
+}
 
 NPY_DESCR = {"f32": "<f4", "bf16": "<u2", "i32": "<i4", "i64": "<i8",
              "e4m3fn": "|u1", "e4m3fnuz": "|u1", "e5m2": "|u1", "e5m2fnuz": "|u1"}

@@ -1,0 +1,467 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/fp8gen/fp8gen/expr"
+	"github.com/fp8gen/fp8gen/internal/refnum"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/schedule"
+)
+
+// The MoE expert activation, SwiGLU times the routing probability, and
+// its backward. h[R, 2F] holds each row's gate g and up u halves (split:
+// g then u; interleaved: g and u alternating), probs[R] the row's routing
+// probability p. In f32, the same operations in the same order in the
+// reference, the interpreter and every emitted target:
+//
+//	e     = exp(−min(|g|, 104))                  (below)
+//	silu  = (g ≥ 0 ? g : (g < −104 ? −104 : g)·e) / (1 + e)
+//	y     = (silu · u) · p                       (· p only with probs)
+//
+// then y as bf16 (round to nearest even), or quantized as the casts
+// quantize x (rowwise: a scale per row; tensorwise: one for the tensor).
+// The backward, from dy[R, F] (bf16):
+//
+//	sig   = (g ≥ 0 ? 1 : e) / (1 + e)      1 − sig as (g ≥ 0 ? e : 1) / (1 + e)
+//	ds    = sig · (1 + gc · (1 − sig))      gc: g clamped to [−104, 104]
+//	a     = dy · silu
+//	d_up  = a · p,   d_gate = ((dy · u) · ds) · p
+//	d_probs[r] = Σ_f a · u                  (f32, the schedule's order)
+//
+// exp(−a), a in [0, 104], is the target-independent form: k = rne(a·log2 e)
+// (by adding and subtracting 1.5·2^23), r = (k·ln2_hi − a) + k·ln2_lo
+// (ln2_hi with 15 significant bits, so that k·ln2_hi is exact), e^r by its
+// Taylor polynomial of degree 7 (Horner), then times 2^−⌊k/2⌋ and 2^−⌈k/2⌉
+// (two normal powers of two, so that a result below 2^−126 is rounded
+// once). Against float64, exp(−a) is within 1.2 f32 ulps and silu within
+// 3.3 for every g whose silu is a normal f32 (g ≥ −87), below that within
+// 2^−140 absolute, and ds within 2^−22 absolute (swiglu_test.go measures
+// them at every bf16 gate). So silu(+Inf) = +Inf,
+// silu(−Inf) = −0 (the limit: −Inf·0 would give NaN), ds(±Inf) = 1 and −0,
+// and a NaN in g, u, p or dy gives NaN in every value it enters (its sign
+// and payload the hardware's: bf16 outputs are held to NaN, not to NaN
+// bits; an fp8 NaN is the format's). No
+// sum but d_probs: every other output is the same bits on every target and
+// schedule.
+
+// Limits of the activation's exp: exp(−104) is below half the smallest
+// f32 subnormal, so clamping |g| there changes nothing but keeps k small.
+const siluClamp = 104
+
+// The constants of exp(−a), as f32.
+var (
+	expLog2E = float32(math.Log2E)
+	expRound = float32(1.5 * (1 << 23))
+	expLn2Hi = float32(0.693145751953125) // 0x3f317200
+	expLn2Lo = float32(math.Ln2 - 0.693145751953125)
+	// expTaylor are 1/7!, 1/6!, …, 1/1!, 1/0!: Horner's order.
+	expTaylor = []float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1}
+)
+
+// refExpNeg is exp(−a) for a ≥ 0 (or NaN), as the doc above says, in plain
+// Go float32 (each product converted: no fused multiply-add).
+func refExpNeg(a float32) float32 {
+	if !(a < siluClamp) { // NaN too: minNum(NaN, 104) is 104
+		a = siluClamp
+	}
+	kf := float32(float32(a*expLog2E)+expRound) - expRound
+	r := float32(float32(kf*expLn2Hi)-a) + float32(kf*expLn2Lo)
+	p := expTaylor[0]
+	for _, c := range expTaylor[1:] {
+		p = float32(p*r) + c
+	}
+	k := int32(kf)
+	lo, hi := k>>1, k-k>>1
+	return float32(p*math.Float32frombits(uint32(127-lo)<<23)) * math.Float32frombits(uint32(127-hi)<<23)
+}
+
+// refSilu is silu(g) and the e = exp(−min(|g|, 104)) it used.
+func refSilu(g float32) (silu, e float32) {
+	e = refExpNeg(float32(math.Abs(float64(g))))
+	num := g
+	if !(g >= 0) {
+		gn := g
+		if g < -siluClamp {
+			gn = -siluClamp
+		}
+		num = gn * e
+	}
+	return num / (1 + e), e
+}
+
+// refDSilu is silu's derivative at g, from e = refSilu's.
+func refDSilu(g, e float32) float32 {
+	den := 1 + e
+	sig, rest := e/den, 1/den
+	if g >= 0 {
+		sig, rest = 1/den, e/den
+	}
+	gc := g
+	if g > siluClamp {
+		gc = siluClamp
+	} else if g < -siluClamp {
+		gc = -siluClamp
+	}
+	return sig * (1 + float32(gc*rest))
+}
+
+var swigluOptions = []Option{
+	{Name: "layout", Doc: "h's halves: gate then up (split), or gate and up alternating (interleaved)", Values: []string{"split", "interleaved"}, Default: "split"},
+	{Name: "probs", Doc: "multiply each row by its routing probability probs[R]", Values: []string{"true", "false"}, Default: "true"},
+	castOptions[1], castOptions[2],
+}
+
+var swigluQuant = Option{Name: "quant", Doc: "the output as bf16 (none), or fp8 with a scale per row (rowwise) or one for the tensor (tensorwise), fp8 and pow2 as the casts", Values: []string{"rowwise", "none", "tensorwise"}, Default: "rowwise"}
+
+// swigluKnobs: rows of TILES tiles of BLOCK_F columns, as rowwise_cast's
+// rows (one pass, optionally a persistent loop that loads ahead).
+var swigluKnobs = []schedule.Knob{
+	warpsKnob,
+	{Name: "ROWS", Doc: "rows per program (per trip of its loop with PER_CU)", Domain: schedule.Pow2("1", "64")},
+	{Name: "BLOCK_F", Doc: "columns of y per tile", Domain: schedule.Pow2("1", "16384")},
+	{Name: "TILES", Doc: "tiles a row, unrolled: the row is TILES · BLOCK_F columns wide (F = 768 as 3 × 256, not a tile of 1024)", Domain: schedule.Range("1", "16")},
+	{Name: "PER_CU", Doc: "0: a program for each ROWS rows; n: n programs a CU, each a loop over blocks of ROWS rows", Domain: schedule.Range("0", "64")},
+	{Name: "PREFETCH", Doc: "1: the loop of PER_CU loads its next block of rows before it works on this one", Domain: schedule.Bool()},
+}
+
+var swigluConstraints = []schedule.Constraint{
+	{Cond: e("TILES * BLOCK_F >= F"), Why: "a row's tiles (TILES · BLOCK_F) must cover F"},
+	{Cond: e("(TILES - 1) * BLOCK_F < F"), Why: "every tile of a row must hold a column (TILES − 1 tiles of BLOCK_F are short of F)"},
+	{Cond: e("PER_CU > 0 || PREFETCH == 0"), Why: "PREFETCH loads ahead in the persistent loop: it needs PER_CU > 0"},
+	{Cond: e("PER_CU == 0 || R <= 2147483647 - 2 * PER_CU * CUS * ROWS"), Why: "the persistent loop (PER_CU > 0) steps PER_CU·CUS·ROWS rows past R: R must stay that far below 2^31 (take PER_CU=0)"},
+	tileLimit("ROWS * BLOCK_F"),
+	{Cond: e("TILES * ROWS * BLOCK_F <= 32768"), Why: "a program holds at most 32768 columns of gate and up in registers"},
+}
+
+var swigluSizeRules = []schedule.Constraint{
+	{Cond: e("F % 8 == 0"), Why: "F must be a multiple of 8 (16-byte vectors of bf16)"},
+	{Cond: e("F <= 16384"), Why: "F must be at most 16384 (a row is held in registers)"},
+}
+
+// swigluCandidates: a row in registers, `per` columns of gate and up a
+// lane (the forward's 16 and 8; the backward, which holds dy too, half
+// that), but at least a 16-byte vector of each tile (8 · TILES: fewer
+// would leave lanes holding copies), in blocks of 4 waves or more (as many
+// rows as that takes for short F; one row of long F), as rowwise_cast's:
+// a persistent loop that loads ahead, with the threads a CU would hold,
+// then a program for each ROWS rows. A row of F not a power of two is
+// either one tile of pow2ceil(F), some lanes idle (8 a lane), or tiles of
+// a quarter of it (768 as 3 × 256: 24 a lane, none idle). The one tile
+// comes first: at 24 a lane hipcc spilled SGPRs (the interleaved loads'
+// masks) for the forward and 2–73 for the backward on gfx940, and the
+// backward's 236 VGPRs fell to 94.
+func swigluCandidates(lane int) func() []Candidate {
+	return func() []Candidate {
+		var out []Candidate
+		row := func(per int, bf, cu, prefetch string) Candidate {
+			p := "max(" + strconv.Itoa(per*lane/16) + ", 8 * TILES)"
+			return Candidate{
+				{"BLOCK_F", e(bf)},
+				{"TILES", e("cdiv(F, BLOCK_F)")},
+				{"WARPS", e("max(4, min(pow2ceil(cdiv(TILES * BLOCK_F, " + p + " * WAVE)), MAXBLOCK / WAVE))")},
+				{"ROWS", e("max(1, min(64, pow2ceil(cdiv(" + p + " * WAVE * WARPS, TILES * BLOCK_F))))")},
+				{"PER_CU", e(cu)},
+				{"PREFETCH", e(prefetch)},
+			}
+		}
+		quarter, one := "F == pow2ceil(F) ? F : pow2ceil(F) / 4", "pow2ceil(F)"
+		for _, c := range []struct {
+			per       int
+			bf, perCU string
+		}{{16, one, "4096"}, {16, one, "2048"}, {8, one, "4096"}, {16, quarter, "4096"}, {16, quarter, "2048"}} {
+			out = append(out, row(c.per, c.bf, "max(1, min(64, "+c.perCU+" / (WARPS * WAVE)))", "1"))
+		}
+		for _, bf := range []string{one, quarter} {
+			out = append(out, row(16, bf, "0", "0"))
+		}
+		return out
+	}
+}
+
+// swigluRowsGrid: a program for each ROWS rows, or PER_CU a CU.
+var swigluRowsGrid = [3]expr.Expr{e("PER_CU == 0 ? cdiv(R, ROWS) : min(cdiv(R, ROWS), PER_CU * CUS)"), e("1"), e("1")}
+
+var swigluTests = Tests{
+	Shapes: []Shape{{"R": 1, "F": 8}, {"R": 7, "F": 24}, {"R": 33, "F": 136}, {"R": 130, "F": 8}, {"R": 3, "F": 2056}},
+	// 256 × 256: every bf16 gate (adversarial inputs walk the codes).
+	GPU:     []Shape{{"R": 4096, "F": 768}, {"R": 1023, "F": 2048}, {"R": 300, "F": 8192}, {"R": 256, "F": 256}},
+	Options: []Options{{"layout": "interleaved", "probs": "false", "fp8": "e5m2", "pow2": "true"}},
+	Odd:     Shape{"R": 40, "F": 72},
+	Wide:    Shape{"R": 1 << 17, "F": 1 << 14},
+	Schedules: []schedule.Params{
+		{"BLOCK_F": 16, "TILES": 5, "WARPS": 1, "ROWS": 4, "PER_CU": 1, "PREFETCH": 1},
+		{"BLOCK_F": 32, "TILES": 3, "WARPS": 2, "ROWS": 2, "PER_CU": 0, "PREFETCH": 0},
+	},
+}
+
+// swigluInputs: probabilities in [0, 1) (softmax outputs), with zeros;
+// adversarial, probabilities of 0, 1, NaN, ±Inf and −0, and gates walking
+// the bf16 codes (code 40503·i mod 2^16 at gate i: every code once in
+// 65536 gates, so that a shape of R·F ≥ 65536 holds every bf16 gate, NaN
+// and ±Inf among them), the first of them where silu saturates or
+// underflows (±20, ±87, ±88, ±103, ±104, ±105, ±1e30, −0).
+func swigluInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+	if p := in["probs"]; p != nil {
+		for i := range p.Elems() {
+			v := r.Float32()
+			if i%11 == 5 {
+				v = 0
+			}
+			p.Set(i, float64(v))
+		}
+		if adversarial {
+			for i, v := range []float64{0, 1, math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 1e-30} {
+				if j := 7*i + 3; j < p.Elems() {
+					p.Set(j, v)
+				}
+			}
+		}
+	}
+	if !adversarial {
+		return
+	}
+	h, f := in["h"], c.Size("F")
+	gates := []float64{20, -20, 87, -87, 88, -88, 103, -103, 104, -104, 105, -105, 1e30, -1e30, math.Copysign(0, -1)}
+	for i := range h.Elems() / 2 {
+		row, col := i/f, i%f
+		at := row*2*f + col // split: the gate half
+		if c.Opt("layout") == "interleaved" {
+			at = row*2*f + 2*col
+		}
+		if i < len(gates) {
+			h.Set(at, gates[i])
+		} else {
+			h.SetBits(at, uint64(uint16(40503*i)))
+		}
+	}
+}
+
+// swigluRef is the reference's f32 activations: y[r·F + f] before its
+// output rounding, and, for the backward, the e of each gate.
+func swigluRef(c *Call, in map[string]*Tensor) (y []float32) {
+	rows, f := c.Size("R"), c.Size("F")
+	y = make([]float32, rows*f)
+	rowsParallel(rows, 2*f, func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			for j := 0; j < f; j++ {
+				g, u := swigluAt(c, in["h"], i, j, f)
+				s, _ := refSilu(g)
+				v := s * u
+				if p := in["probs"]; p != nil {
+					v *= float32(p.Float(i))
+				}
+				y[i*f+j] = v
+			}
+		}
+	})
+	return y
+}
+
+// swigluAt is row i's gate and up at column j.
+func swigluAt(c *Call, h *Tensor, i, j, f int) (g, u float32) {
+	if c.Opt("layout") == "interleaved" {
+		return float32(h.Float(i*2*f + 2*j)), float32(h.Float(i*2*f + 2*j + 1))
+	}
+	return float32(h.Float(i*2*f + j)), float32(h.Float(i*2*f + f + j))
+}
+
+// swigluOut writes y (f32, rows of f) as the quant option says: bf16, or
+// fp8 with the casts' scales.
+func swigluOut(c *Call, y []float32, f int, out map[string]*Tensor) {
+	q := out["y"]
+	switch c.Opt("quant") {
+	case "none":
+		bigParallel(len(y), func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				q.SetBits(i, uint64(refnum.BF16(y[i])))
+			}
+		})
+	case "rowwise":
+		enc := refnum.Encoder(c.Format)
+		rowsParallel(len(y)/max(f, 1), f, func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				row := y[i*f : (i+1)*f]
+				scale := refScale(refAmax(row), c)
+				for j, v := range row {
+					q.Data[i*f+j] = enc(v * scale)
+				}
+				refnum.PutF32(out["inv_scale"].Data, i, 1/scale)
+			}
+		})
+	case "tensorwise":
+		enc := refnum.Encoder(c.Format)
+		amax := refTensorAmax(y)
+		scale := refScale(amax, c)
+		bigParallel(len(y), func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				q.Data[i] = enc(y[i] * scale)
+			}
+		})
+		refnum.PutF32(out["inv_scale"].Data, 0, 1/scale)
+		refnum.PutF32(out["amax"].Data, 0, amax)
+	}
+}
+
+var swigluIn = []Arg{
+	{Name: "h", DType: "bf16", Shape: []expr.Expr{e("R"), e("2 * F")}, Role: Input, Doc: "each row's gate and up halves (the layout option)"},
+	{Name: "probs", DType: "f32", Shape: []expr.Expr{e("R")}, Role: Input, When: "probs=true", Doc: "each row's routing probability"},
+}
+
+var SwigluProbs = register(&Op{
+	Name:    "swiglu_probs",
+	Doc:     "h[R,2F] (gate, up), probs[R] → y[R,F] = silu(gate)·up·prob, bf16 or fp8 with its scales: the MoE expert activation",
+	Sizes:   []string{"R", "F"},
+	Options: append(append([]Option(nil), swigluOptions...), swigluQuant),
+	Tensors: append(append([]Arg(nil), swigluIn...),
+		Arg{Name: "y", DType: "bf16", Shape: []expr.Expr{e("R"), e("F")}, Role: Output, When: "quant=none"},
+		Arg{Name: "y", DType: "fp8", Shape: []expr.Expr{e("R"), e("F")}, Role: Output, When: "quant=rowwise|tensorwise"},
+		Arg{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("R")}, Role: Output, When: "quant=rowwise"},
+		Arg{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Output, When: "quant=tensorwise"},
+		Arg{Name: "amax", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0, When: "quant=tensorwise", Doc: "y's amax, combined by atomics"},
+	),
+	Kernels: []*Kernel{
+		{Name: "swiglu_probs", Build: swigluKernel, Grid: swigluRowsGrid, Option: "quant=none|rowwise"},
+		{Name: "swiglu_amax", Build: swigluAmaxKernel, Grid: swigluRowsGrid, Option: "quant=tensorwise"},
+		{Name: "swiglu_cast", Build: swigluKernel, Grid: swigluRowsGrid, Option: "quant=tensorwise"},
+	},
+	Knobs:       swigluKnobs,
+	Constraints: swigluConstraints,
+	SizeRules:   swigluSizeRules,
+	Candidates:  swigluCandidates(16),
+	Ceiling:     e("100"),
+	Example:     Shape{"R": 4096, "F": 768},
+	Bench:       []Shape{{"R": 65536, "F": 768}, {"R": 32768, "F": 2048}, {"R": 16384, "F": 8192}},
+	FillInputs:  swigluInputs,
+	AnyNaN:      true,
+	Tests: func() Tests {
+		t := swigluTests
+		t.Options = append(t.Options, Options{"quant": "none"}, Options{"quant": "tensorwise", "layout": "interleaved"}, Options{"quant": "none", "probs": "false"})
+		return t
+	}(),
+	Goldens: []Variant{
+		{Name: "bf16", Options: Options{"quant": "none"}},
+		{Name: "tensorwise", Options: Options{"quant": "tensorwise"}},
+		{Name: "interleaved", Options: Options{"layout": "interleaved", "probs": "false"}},
+	},
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		out := Tensors(c.SpecsOf(Output, Scratch))
+		swigluOut(c, swigluRef(c, in), c.Size("F"), out)
+		return out
+	},
+})
+
+// swigluOutType is y's element type under the quant option.
+func swigluOutType(c *Call) ir.DType {
+	if c.Opt("quant") == "none" {
+		return ir.BF16
+	}
+	return ir.FP8(c.Format)
+}
+
+var SwigluProbsBwd = register(&Op{
+	Name:    "swiglu_probs_bwd",
+	Doc:     "h[R,2F], probs[R], dy[R,F] → dh[R,2F] bf16 or rowwise fp8, d_probs[R] f32: the backward of swiglu_probs, d_probs in a fixed order",
+	Sizes:   []string{"R", "F"},
+	Options: append(append([]Option(nil), swigluOptions...), Option{Name: "quant", Doc: "dh as bf16 (none), or fp8 with a scale per row over its 2F gradients (rowwise), fp8 and pow2 as the casts", Values: []string{"none", "rowwise"}, Default: "none"}),
+	Tensors: append(append([]Arg(nil), swigluIn...),
+		Arg{Name: "dy", DType: "bf16", Shape: []expr.Expr{e("R"), e("F")}, Role: Input, Doc: "the gradient of y"},
+		Arg{Name: "dh", DType: "bf16", Shape: []expr.Expr{e("R"), e("2 * F")}, Role: Output, When: "quant=none", Doc: "d_gate and d_up in h's layout"},
+		Arg{Name: "dh", DType: "fp8", Shape: []expr.Expr{e("R"), e("2 * F")}, Role: Output, When: "quant=rowwise", Doc: "d_gate and d_up in h's layout"},
+		Arg{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("R")}, Role: Output, When: "quant=rowwise", Doc: "dh's inverse scale per row"},
+		Arg{Name: "d_probs", DType: "f32", Shape: []expr.Expr{e("R")}, Role: Output, When: "probs=true"},
+	),
+	Kernels:     []*Kernel{{Name: "swiglu_probs_bwd", Build: swigluBwdKernel, Grid: swigluRowsGrid}},
+	Knobs:       swigluKnobs,
+	Constraints: swigluConstraints,
+	SizeRules:   swigluSizeRules,
+	Candidates:  swigluCandidates(8),
+	Ceiling:     e("100"),
+	Example:     Shape{"R": 4096, "F": 768},
+	Bench:       SwigluProbs.Bench,
+	FillInputs:  swigluInputs,
+	AnyNaN:      true,
+	Forward:     SwigluProbs,
+	Tests: func() Tests {
+		t := swigluTests
+		t.Options = append(t.Options, Options{"quant": "rowwise"}, Options{"quant": "rowwise", "probs": "false", "layout": "interleaved"})
+		return t
+	}(),
+	Goldens: []Variant{
+		{Name: "rowwise", Options: Options{"quant": "rowwise"}},
+		{Name: "interleaved", Options: Options{"layout": "interleaved", "probs": "false"}},
+	},
+	Expected: swigluBackward,
+})
+
+// swigluBackward is the backward reference; d_probs is held to its value
+// as a float64 sum of the f32 terms, within (F − 1)·2^−24 of Σ|term|
+// (any order of f32 additions), an infinite slack where that sum passes
+// the f32 max (a partial sum may overflow).
+func swigluBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]Allow) {
+	rows, f := c.Size("R"), c.Size("F")
+	out := Tensors(c.SpecsOf(Output))
+	allow := map[string]Allow{}
+	probs := in["probs"]
+	if probs != nil {
+		allow["d_probs"] = Allow{Value: make([]float64, rows), Slack: make([]float64, rows)}
+	}
+	grads := make([]float32, rows*2*f) // in h's layout
+	rowsParallel(rows, 3*f, func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			p := float32(1)
+			if probs != nil {
+				p = float32(probs.Float(i))
+			}
+			var sum, abs float64
+			for j := 0; j < f; j++ {
+				g, u := swigluAt(c, in["h"], i, j, f)
+				dy := float32(in["dy"].Float(i*f + j))
+				s, e := refSilu(g)
+				a := dy * s
+				dg, du := float32(dy*u)*refDSilu(g, e), a
+				if probs != nil {
+					dg, du = dg*p, a*p
+					term := float64(a * u)
+					sum, abs = sum+term, abs+math.Abs(term)
+				}
+				gi, ui := i*2*f+j, i*2*f+f+j
+				if c.Opt("layout") == "interleaved" {
+					gi, ui = i*2*f+2*j, i*2*f+2*j+1
+				}
+				grads[gi], grads[ui] = dg, du
+			}
+			if probs != nil {
+				setRef(out["d_probs"], i, sum)
+				slack := float64(max(f-1, 0)) * abs / (1 << 24)
+				if abs > math.MaxFloat32 {
+					slack = math.Inf(1)
+				}
+				allow["d_probs"].Value[i], allow["d_probs"].Slack[i] = sum, slack
+			}
+		}
+	})
+	dh := out["dh"]
+	if c.Opt("quant") == "none" {
+		bigParallel(len(grads), func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				dh.SetBits(i, uint64(refnum.BF16(grads[i])))
+			}
+		})
+		return out, allow
+	}
+	enc := refnum.Encoder(c.Format)
+	rowsParallel(rows, 2*f, func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			row := grads[i*2*f : (i+1)*2*f]
+			scale := refScale(refAmax(row), c)
+			for j, v := range row {
+				dh.Data[i*2*f+j] = enc(v * scale)
+			}
+			refnum.PutF32(out["inv_scale"].Data, i, 1/scale)
+		}
+	})
+	return out, allow
+}

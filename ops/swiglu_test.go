@@ -1,0 +1,100 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fp8gen/fp8gen/target"
+)
+
+// ulpsOff is how many f32 ulps (at want's magnitude) got is from want.
+func ulpsOff(got float32, want float64) float64 {
+	w := float32(want)
+	ulp := math.Abs(float64(math.Nextafter32(w, float32(math.Inf(1)))) - float64(w))
+	if w == 0 || math.IsInf(float64(w), 0) {
+		ulp = math.Ldexp(1, -149)
+	}
+	return math.Abs(float64(got)-want) / ulp
+}
+
+// The activation's stated accuracy against float64: exp(−a) within 1.2
+// ulps, silu within 3.3 where silu is a normal f32 (g ≥ −87) and within
+// 2^−140 below, silu' within 2^−22 absolute (it crosses zero near
+// g = −1.28, where a relative bound means nothing) — at every bf16 gate
+// (h is bf16) and at a million random f32 ones.
+func TestSiluAccuracy(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var gates []float32
+	for c := range 1 << 16 {
+		gates = append(gates, math.Float32frombits(uint32(c)<<16))
+	}
+	for range 1 << 20 {
+		gates = append(gates, float32(r.NormFloat64()*8))
+	}
+	var worstExp, worstSilu, worstTiny, worstD float64
+	for _, g := range gates {
+		if g != g || math.IsInf(float64(g), 0) {
+			continue
+		}
+		a := math.Abs(float64(g))
+		if a <= 87 {
+			worstExp = max(worstExp, ulpsOff(refExpNeg(float32(a)), math.Exp(-a)))
+		}
+		want := float64(g) / (1 + math.Exp(-float64(g)))
+		s, e := refSilu(g)
+		if g >= -87 {
+			worstSilu = max(worstSilu, ulpsOff(s, want))
+		} else {
+			worstTiny = max(worstTiny, math.Abs(float64(s)-want))
+		}
+		sig := 1 / (1 + math.Exp(-float64(g)))
+		worstD = max(worstD, math.Abs(float64(refDSilu(g, e))-sig*(1+float64(g)*(1-sig))))
+	}
+	t.Logf("worst: exp %.3g ulps, silu %.3g ulps, silu below −87 %.3g, silu' %.3g", worstExp, worstSilu, worstTiny, worstD)
+	if worstExp > 1.2 || worstSilu > 3.3 || worstTiny > math.Ldexp(1, -140) || worstD > math.Ldexp(1, -22) {
+		t.Errorf("past the stated accuracy: exp %.3g ulps (1.2), silu %.3g ulps (3.3), silu below −87 %.3g (2^−140), silu' %.3g (2^−22)",
+			worstExp, worstSilu, worstTiny, worstD)
+	}
+}
+
+// The limits the doc states: silu(±Inf), silu'(±Inf), −0 and NaN.
+func TestSiluLimits(t *testing.T) {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	for _, c := range []struct{ g, silu, ds float32 }{
+		{inf, inf, 1}, {-inf, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))},
+		{float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1)), 0.5}, {0, 0, 0.5},
+		{1e30, 1e30, 1}, {-1e30, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))},
+	} {
+		s, e := refSilu(c.g)
+		if math.Float32bits(s) != math.Float32bits(c.silu) || math.Float32bits(refDSilu(c.g, e)) != math.Float32bits(c.ds) {
+			t.Errorf("g = %v: silu %v, silu' %v; want %v, %v", c.g, s, refDSilu(c.g, e), c.silu, c.ds)
+		}
+	}
+	if s, e := refSilu(nan); s == s || refDSilu(nan, e) == refDSilu(nan, e) {
+		t.Errorf("g = NaN: silu %v, silu' %v; want NaN", s, refDSilu(nan, e))
+	}
+}
+
+// Every bf16 gate, in the interpreter, forward and backward (bf16 out, so
+// that the f32 values show through the roundings only; the GPU tests run
+// this shape too).
+func TestSwigluEveryGate(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	for _, op := range []*Op{SwigluProbs, SwigluProbsBwd} {
+		p, err := op.NewPlan(tg, Shape{"R": 256, "F": 256}, Options{"quant": "none"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Inputs(p.Call, 5, true)
+		seen := map[uint64]bool{}
+		for i := range 256 * 256 {
+			seen[in["h"].Bits(i/256*512+i%256)] = true
+		}
+		if len(seen) < 1<<16-15 { // the first 15 gates are the listed values
+			t.Fatalf("the gates hold %d bf16 codes; want every one but at most 15", len(seen))
+		}
+		check(t, p.Call, in, runInterp(t, p, in))
+	}
+}
