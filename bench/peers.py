@@ -33,7 +33,7 @@ JOBS.json is a JSON list of jobs, each
                it, the family from the fp8 option, so the target's e4m3 name
                serves for an e5m2 job too. Rows carry the format used.
   ideal_bytes  the bytes the op ideally moves (inputs read once, outputs
-               written once; for qk_norm_rope_bwd those of the training
+               written once; for the backward ops those of the training
                step, its forward's and its own), computed by fp8gen: used
                as given, never recomputed here (a mismatch with this
                script's own count is only logged)
@@ -144,7 +144,26 @@ bf16|f32, eps = 1e-6|1e-5, angles = table|theta):
                        resuming there can lose the gradient edges of tensors
                        made inside the compiled region (pytorch#185829).
 
+The MoE expert activation (options layout = split|interleaved, probs =
+true|false, fp8, pow2 as the casts, quant):
+
+  swiglu_probs         h[R,2F] bf16 (gate then up, or alternating with
+                       layout=interleaved), probs[R] f32 (probs=true) ->
+                       y = F.silu(gate) * up (bf16) * probs[:, None] (f32),
+                       as bf16 (quant=none) or quantized as rowwise_cast or
+                       tensorwise_cast quantize (quant=rowwise|tensorwise):
+                       y[R,F] and inv_scale[R] or [].
+  swiglu_probs_bwd     the training step: that forward (y bf16, and with
+                       quant=rowwise its FP8 output) with h and probs
+                       requiring grad, then torch.autograd.grad of y with dy
+                       -> dh[R,2F] (bf16, or with quant=rowwise quantized per
+                       row over its 2F gradients with inv_scale[R]),
+                       d_probs[R] f32 (probs=true). Its ideal_bytes are the
+                       step's, as for qk_norm_rope_bwd; compiled and autotune
+                       compile silu * up * probs and call autograd outside.
+
 Inputs: activations randn (times 3 for the casts), weights 1 + 0.1*randn,
+probabilities rand [0, 1),
 inv_freq = 10000^(-2i/D), cos and sin of s * inv_freq[i] with i the pair
 index of each column.
 """
@@ -200,6 +219,9 @@ CAST_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "pow2": ("false"
 QK_OPTIONS = {"order": ("bshd", "sbhd"), "rope": ("neox", "gptj"), "weight": ("bf16", "f32"),
               "eps": ("1e-6", "1e-5"), "angles": ("table", "theta")}
 
+SWIGLU_OPTIONS = {"layout": ("split", "interleaved"), "probs": ("true", "false"), "fp8": ("e4m3", "e5m2"),
+                  "pow2": ("false", "true")}
+
 OPS = {
     "rowwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "tensorwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
@@ -211,10 +233,13 @@ OPS = {
     "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
+    "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
+    "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise")}, True),
 }
 LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
 DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast")
 GROUPED_CASTS = ("grouped_colwise_cast", "grouped_rowcol_cast")
+BACKWARDS = ("qk_norm_rope_bwd", "swiglu_probs_bwd")  # timed as the training step, forward then backward
 
 
 # ---- jobs: parsing and validation (no torch) ----
@@ -388,6 +413,13 @@ def input_specs(job):
         return [("w", (s["E"], s["K"], s["N"]), SHORT_DTYPES[o["in"]])]
     if op in GROUPED_CASTS:
         return [("x", (s["T"], s["K"]), SHORT_DTYPES[o["in"]]), ("offsets", (s["E"],), "int32")]
+    if op.startswith("swiglu_probs"):
+        specs = [("h", (s["R"], 2 * s["F"]), "bfloat16")]
+        if o["probs"] == "true":
+            specs += [("probs", (s["R"],), "float32")]
+        if op == "swiglu_probs_bwd":
+            specs += [("dy", (s["R"], s["F"]), "bfloat16")]
+        return specs
     tok = token_dims(job)
     d, hq, hkv = s["D"], s["HQ"], s["HKV"]
     w = SHORT_DTYPES[o["weight"]]
@@ -426,6 +458,16 @@ def output_specs(job):
     if op == "grouped_rowcol_cast":
         return [("q", (s["T"], s["K"]), q), ("inv_scale_row", (s["T"],), "float32"),
                 ("qt", (s["K"], s["T"]), q), ("inv_scale_col", (s["E"], s["K"]), "float32")]
+    if op == "swiglu_probs":
+        if o["quant"] == "none":
+            return [("y", (s["R"], s["F"]), "bfloat16")]
+        inv = (s["R"],) if o["quant"] == "rowwise" else ()
+        return [("y", (s["R"], s["F"]), q), ("inv_scale", inv, "float32")]
+    if op == "swiglu_probs_bwd":
+        dh = [("dh", (s["R"], 2 * s["F"]), "bfloat16")]
+        if o["quant"] == "rowwise":
+            dh = [("dh", (s["R"], 2 * s["F"]), q), ("inv_scale", (s["R"],), "float32")]
+        return dh + ([("d_probs", (s["R"],), "float32")] if o["probs"] == "true" else [])
     tok = token_dims(job)
     d, hq, hkv = s["D"], s["HQ"], s["HKV"]
     if op == "qk_norm_rope":
@@ -440,7 +482,11 @@ def spec_bytes(specs):
 
 
 def forward_job(job):
-    """The qk_norm_rope job whose backward a qk_norm_rope_bwd job is."""
+    """The forward job whose backward a backward job (qk_norm_rope_bwd,
+    swiglu_probs_bwd) is: fp8gen's forward takes the options it shares with
+    the backward (swiglu's quant too: rowwise FP8 y before rowwise FP8 dh)."""
+    if job["op"] == "swiglu_probs_bwd":
+        return {**job, "op": "swiglu_probs"}
     o = {k: v for k, v in job["options"].items() if k != "dx"}
     return {**job, "op": "qk_norm_rope", "options": {**o, "round_norm": "false"}}
 
@@ -450,7 +496,7 @@ def peer_bytes(job):
     read once and outputs written once; for the backward, the training step's
     (the forward's bytes too)."""
     n = spec_bytes(input_specs(job)) + spec_bytes(output_specs(job))
-    if job["op"] == "qk_norm_rope_bwd":
+    if job["op"] in BACKWARDS:
         n += peer_bytes(forward_job(job))
     return n
 
@@ -769,8 +815,88 @@ def qk_train_step(forward, dx):
     return qk_norm_rope_bwd
 
 
+def swiglu_forward(job):
+    """The forward the plain-torch way: (h, [probs]) -> (y bf16 for autograd,
+    the outputs): F.silu(gate) * up * probs[:, None] (f32 for the product
+    with probs), then y as bf16 or quantized as the casts' peers do."""
+    o, f = job["options"], job["sizes"]["F"]
+    quant, interleaved = o["quant"], o["layout"] == "interleaved"
+    quantize = quantizer(job)
+
+    def swiglu_probs(h, *probs):
+        g, u = (h[:, 0::2], h[:, 1::2]) if interleaved else (h[:, :f], h[:, f:])
+        y = torch.nn.functional.silu(g) * u
+        if probs:
+            y = y.float() * probs[0][:, None]
+        if quant == "none":
+            return (y.to(torch.bfloat16),)
+        return quantize(y.float(), quant)
+
+    return swiglu_probs
+
+
+def quantizer(job):
+    """quantize(xf, "rowwise" | "tensorwise") -> (q, inv_scale): the casts' peers' numerics."""
+    fp8 = getattr(torch, "float8_" + job["fp8"])
+    fmax = float(torch.finfo(fp8).max)
+    pow2 = job["options"]["pow2"] == "true"
+
+    def quantize(xf, how):
+        amax = xf.abs().amax(dim=1) if how == "rowwise" else xf.abs().amax()
+        scale = fmax / amax.clamp(min=EPS)
+        if pow2:
+            scale = torch.exp2(torch.floor(torch.log2(scale)))
+        s = scale[:, None] if how == "rowwise" else scale
+        return (xf * s).clamp(-fmax, fmax).to(fp8), 1.0 / scale
+
+    return quantize
+
+
+def swiglu_train_step(job, compiled=None):
+    """The forward, then its backward by torch.autograd.grad:
+    (h, [probs], dy) -> (forward's outputs are made and dropped) dh (bf16, or
+    rowwise FP8 with its inv_scale), [d_probs f32]. compiled, if given, is
+    the differentiable part (silu · up · probs) under torch.compile."""
+    o, f = job["options"], job["sizes"]["F"]
+    interleaved, rowwise = o["layout"] == "interleaved", o["quant"] == "rowwise"
+    quantize = quantizer(job)
+
+    def act(h, *probs):
+        g, u = (h[:, 0::2], h[:, 1::2]) if interleaved else (h[:, :f], h[:, f:])
+        y = torch.nn.functional.silu(g) * u
+        if probs:
+            y = (y.float() * probs[0][:, None]).to(torch.bfloat16)
+        return y
+
+    fwd = compiled(act) if compiled else act
+
+    def swiglu_probs_bwd(h, *rest):
+        probs, dy = rest[:-1], rest[-1]
+        with torch.enable_grad():
+            hh = h.detach().requires_grad_()
+            pp = tuple(p.detach().requires_grad_() for p in probs)
+            y = fwd(hh, *pp)
+            if rowwise:
+                quantize(y.detach().float(), "rowwise")  # the forward's FP8 output
+            grads = torch.autograd.grad(y, (hh,) + pp, dy)
+        dh = grads[0]
+        out = quantize(dh.float(), "rowwise") if rowwise else (dh,)
+        return tuple(out) + tuple(g.float() for g in grads[1:])
+
+    return swiglu_probs_bwd
+
+
 def make_peer(job):
     op = job["op"]
+    if op == "swiglu_probs":
+        fwd = swiglu_forward(job)
+        return Peer(fwd, compile_it(fwd))
+    if op == "swiglu_probs_bwd":
+        return Peer(swiglu_train_step(job),
+                    lambda mode: swiglu_train_step(job, lambda fn: torch.compile(fn, mode=mode, dynamic=False)),
+                    note="forward and backward (torch.autograd.grad)",
+                    compile_note="forward and backward: silu · up · probs under torch.compile (its backward compiled "
+                                 "by AOTAutograd), torch.autograd.grad and the quantization outside it")
     if op == "qk_norm_rope":
         fwd = qk_forward(job, job["options"]["round_norm"] == "true")
         return Peer(fwd, compile_it(fwd))
@@ -809,6 +935,8 @@ def make_inputs(job, dev):
             d = s["D"]
             k = torch.arange(d // 2, dtype=torch.float64, device=dev)
             t = torch.pow(10000.0, -2.0 * k / d).to(dt)
+        elif name == "probs":
+            t = torch.rand(shape, device=dev, generator=gen, dtype=torch.float32).to(dt)
         elif name in ("cos", "sin"):
             d = s["D"]
             i = torch.tensor(rope_pair_index(d, o["rope"]), dtype=torch.float64, device=dev)
