@@ -334,6 +334,7 @@ var SwigluProbs = register(&Op{
 	Ceiling:     e("100"),
 	Example:     Shape{"R": 4096, "F": 768},
 	Bench:       []Shape{{"R": 65536, "F": 768}, {"R": 32768, "F": 2048}, {"R": 16384, "F": 8192}},
+	Peers:       true,
 	FillInputs:  swigluInputs,
 	AnyNaN:      true,
 	Tests: func() Tests {
@@ -384,6 +385,7 @@ var SwigluProbsBwd = register(&Op{
 	FillInputs:  swigluInputs,
 	AnyNaN:      true,
 	Forward:     SwigluProbs,
+	Peers:       true,
 	Tests: func() Tests {
 		t := swigluTests
 		t.Options = append(t.Options, Options{"quant": "rowwise"}, Options{"quant": "rowwise", "probs": "false", "layout": "interleaved"})

@@ -9,7 +9,8 @@
 #
 # There, from the repository root: `bash scripts/gpu.sh OUTDIR [BASELINE]`.
 #
-# STAGES (default "tests sanitize bench") picks what runs:
+# STAGES (default "tests sanitize bench") picks what runs (TESTS and
+# SKIP_TESTS, Go -test.run and -test.skip patterns, narrow the backend's):
 #   tests     the runtime, launcher, tune-command, register-estimate, PyTorch
 #             loader (if torch is there) and backend GPU tests: every op,
 #             shape, option set and schedule bit for bit against the
@@ -74,7 +75,7 @@ if [[ $stages == *" tests "* ]]; then
 		fi
 	) &
 	[ -x "$bin/golden.test" ] && (cd golden && step nvcc-registers 200 "$bin/golden.test" -test.v -test.run NVCCRegisters) &
-	step backend-tests "$checks" "$bin/backend.test" -test.v -test.run "${TESTS:-GPU}" -test.timeout 30m &
+	step backend-tests "$checks" "$bin/backend.test" -test.v -test.run "${TESTS:-GPU}" -test.skip "${SKIP_TESTS:-}" -test.timeout 30m &
 fi
 if [[ $stages == *" sanitize "* ]]; then
 	for tool in memcheck racecheck synccheck initcheck; do
