@@ -160,5 +160,31 @@ class QKPairTest(unittest.TestCase):
         self.refuse(f, d, "the backward takes no gradient of output v")
 
 
+class SwigluPairTest(unittest.TestCase):
+    """swiglu_probs (y bf16: quant=none) and its backward: h and probs saved,
+    dy the gradient of y, dh and d_probs the gradients of h and probs."""
+
+    def load(self, op):
+        with open(os.path.join(DATA, op + ".sm_90.json")) as f:
+            return json.load(f)
+
+    def test_map(self):
+        f, b = self.load("swiglu_probs"), self.load("swiglu_probs_bwd")
+        fm, bm = mf.Manifest(f), mf.Manifest(b)
+        p = grad.pair(fm, bm)
+        self.assertEqual(p.bwd_inputs, (("input", 0), ("input", 1), ("grad", 0)))
+        self.assertEqual([bm.outputs[k].name for k in p.input_grads], ["dh", "d_probs"])
+        self.assertEqual(p.saved_outputs, ())
+
+    def test_fp8_forward_is_not_differentiable(self):
+        # Under quant=rowwise the forward's y is fp8 with its scales: the
+        # backward (quant=none) names the option's other value.
+        f, b = self.load("swiglu_probs"), self.load("swiglu_probs_bwd")
+        f = copy.deepcopy(f)
+        f["options"]["quant"] = "rowwise"
+        with self.assertRaisesRegex(ManifestError, "option quant is rowwise in the forward but none in the backward"):
+            grad.pair(mf.Manifest(f), mf.Manifest(b))
+
+
 if __name__ == "__main__":
     unittest.main()
