@@ -30,7 +30,7 @@ enum {
 	S_CtxSetCurrent, S_SetDevice, S_CtxSynchronize, S_MemAlloc, S_MemFree,
 	S_MemcpyHtoD, S_MemcpyDtoH, S_MemcpyDtoDAsync, S_MemsetD8Async, S_ModuleLoadData,
 	S_ModuleUnload, S_ModuleGetFunction, S_FuncGetAttribute, S_FuncSetAttribute,
-	S_FuncGetParamInfo, S_FuncGetParamCount, S_LaunchKernel, S_StreamCreate, S_StreamSynchronize,
+	S_FuncGetParamInfo, S_FuncGetParamCount, S_LaunchKernel, S_StreamCreate,
 	S_StreamDestroy, S_EventCreate, S_EventRecord, S_EventSynchronize,
 	S_EventElapsedTime, S_EventDestroy, S_GetErrorName, S_GetErrorString,
 	S_GetDeviceProperties, S_LaunchKernelEx, S_OccupancyMaxActiveBlocks, S_LaunchCooperative,
@@ -139,7 +139,6 @@ static fgRes fg_func_set_attr(fgDev d, void *f, int attr, int v) { FG_CURRENT(d)
 static fgRes fg_func_param_count(fgDev d, void *f, size_t *n) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, size_t *))fg_fn[S_FuncGetParamCount])(f, n)); }
 static fgRes fg_func_param_info(fgDev d, void *f, size_t i, size_t *off, size_t *size) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *, size_t, size_t *, size_t *))fg_fn[S_FuncGetParamInfo])(f, i, off, size)); }
 static fgRes fg_stream_create(fgDev d, void **s) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, unsigned))fg_fn[S_StreamCreate])(s, 0)); }
-static fgRes fg_stream_sync(fgDev d, void *s) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *))fg_fn[S_StreamSynchronize])(s)); }
 static fgRes fg_stream_destroy(fgDev d, void *s) { FG_CURRENT(d); FG_RET(((fgResult (*)(void *))fg_fn[S_StreamDestroy])(s)); }
 static fgRes fg_ctx_sync(fgDev d) { FG_CURRENT(d); FG_RET(((fgResult (*)(void))fg_fn[S_CtxSynchronize])()); }
 static fgRes fg_event_create(fgDev d, void **e) { FG_CURRENT(d); FG_RET(((fgResult (*)(void **, unsigned))fg_fn[S_EventCreate])(e, 0)); }
@@ -287,7 +286,6 @@ var symbols = []symbol{
 	{slot: C.S_FuncGetParamCount, cuda: "cuFuncGetParamCount", optional: true},
 	{slot: C.S_LaunchKernel, cuda: "cuLaunchKernel", hip: "hipModuleLaunchKernel"},
 	{slot: C.S_StreamCreate, cuda: "cuStreamCreate", hip: "hipStreamCreateWithFlags"},
-	{slot: C.S_StreamSynchronize, cuda: "cuStreamSynchronize", hip: "hipStreamSynchronize"},
 	{slot: C.S_StreamDestroy, cuda: "cuStreamDestroy_v2 cuStreamDestroy", hip: "hipStreamDestroy"},
 	{slot: C.S_EventCreate, cuda: "cuEventCreate", hip: "hipEventCreateWithFlags"},
 	{slot: C.S_EventRecord, cuda: "cuEventRecord", hip: "hipEventRecord"},
@@ -711,10 +709,6 @@ func cHasLaunchEx() bool { return C.fg_has_launch_ex() != 0 }
 func (d *Device) cStreamCreate() (unsafe.Pointer, error) {
 	var s unsafe.Pointer
 	return s, d.res(C.fg_stream_create(d.cdev(), &s), C.S_StreamCreate, "")
-}
-
-func (d *Device) cStreamSync() error {
-	return d.res(C.fg_stream_sync(d.cdev(), d.stream), C.S_StreamSynchronize, "")
 }
 
 func (d *Device) cStreamDestroy() error {

@@ -59,7 +59,6 @@ func (d *Device) cLaunch(*Kernel, [3]int, [3]int, int, []uint64, bool, bool) err
 	return ErrNoCgo
 }
 func (d *Device) cStreamCreate() (unsafe.Pointer, error)                        { return nil, ErrNoCgo }
-func (d *Device) cStreamSync() error                                            { return ErrNoCgo }
 func (d *Device) cStreamDestroy() error                                         { return ErrNoCgo }
 func (d *Device) cCtxSync() error                                               { return ErrNoCgo }
 func (d *Device) cEventCreate() (unsafe.Pointer, error)                         { return nil, ErrNoCgo }
