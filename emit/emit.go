@@ -175,22 +175,13 @@ func (e *emitter) line(format string, args ...any) {
 	e.body.WriteByte('\n')
 }
 
+// ctype is the C type of d (the dtype table's, a pointer's with a star).
 func ctype(d ir.DType) string {
-	switch d.K {
-	case ir.KBool:
-		return "bool"
-	case ir.KI32:
-		return "int"
-	case ir.KI64:
-		return "long long"
-	case ir.KF32:
-		return "float"
-	case ir.KBF16:
-		return "uint16_t"
-	case ir.KFP8:
-		return "uint8_t"
-	case ir.KPtr:
+	if d.K == ir.KPtr {
 		return ctype(d.Elem()) + "*"
+	}
+	if c := d.CType(); c != "" {
+		return c
 	}
 	panic("BUG: no C type for " + d.String())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,7 +184,7 @@ func TestParseRefuses(t *testing.T) {
 		{`"kind": "size"`, `"kind": "scalar"`, "is neither a tensor nor a size"},
 		{`"index_bits": 32`, `"index_bits": 16`, "index_bits 16"},
 		{`"expr": "`, `"expr": "WARPS + `, "reads WARPS, which is not a size"},
-		{`"dtype": "bf16"`, `"dtype": "f16"`, `dtype "f16": want f32, bf16`},
+		{`"dtype": "bf16"`, `"dtype": "f16"`, `dtype "f16": want one of i32, i64, f32, bf16, e4m3fn, e4m3fnuz, e5m2, e5m2fnuz, e8m0`},
 		{`"name": "K",`, `"name": "M",`, "size M given twice"},
 		{`"block": [
         64,`, `"block": [
@@ -198,6 +199,27 @@ func TestParseRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s → %s: error %v; want %q", c.from, c.to, err, c.want)
 		}
+	}
+}
+
+// A manifest may name an E8M0 tensor (OCP MX's scale bytes): one byte an
+// element, as the dtype table says.
+func TestParseE8M0(t *testing.T) {
+	js, err := bundle(t, "rowwise_cast", "sm_90", nil, nil).Manifest.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(js), `"dtype": "f32"`, `"dtype": "e8m0"`)
+	m, err := Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(m.Tensors, func(t Tensor) bool { return t.Name == "inv_scale" })
+	if i < 0 || m.Tensors[i].DType != "e8m0" {
+		t.Fatalf("inv_scale not e8m0 in %v", m.Tensors)
+	}
+	if n, ok := ElemBytes("e8m0"); !ok || n != 1 {
+		t.Errorf("ElemBytes(e8m0) = %d, %v; want 1", n, ok)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/fp8gen/fp8gen/backend"
 	"github.com/fp8gen/fp8gen/expr"
+	"github.com/fp8gen/fp8gen/fp8"
 	"github.com/fp8gen/fp8gen/ir"
 	"github.com/fp8gen/fp8gen/ops"
 	"github.com/fp8gen/fp8gen/runtime"
@@ -37,8 +38,29 @@ import (
 // Version is the manifest format's version. A reader refuses any other.
 const Version = 1
 
-// ElemBytes is the size of an element of each dtype a manifest names.
-var ElemBytes = map[string]int{"f32": 4, "bf16": 2, "i32": 4, "i64": 8, "e4m3fn": 1, "e4m3fnuz": 1, "e5m2": 1, "e5m2fnuz": 1}
+// manifestDTypes are the dtype names a manifest may give a tensor: the
+// stored kinds, an FP8 one by its format's name.
+func manifestDTypes() []string {
+	var out []string
+	for _, k := range ir.StoredKinds() {
+		if k == "fp8" {
+			out = append(out, fp8.Names()...)
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// ElemBytes is the size of an element of a dtype a manifest names, and
+// whether it names one (the dtype table's: ir.DTypeNamed).
+func ElemBytes(dtype string) (int, bool) {
+	d, ok := ir.DTypeNamed(dtype)
+	if !ok {
+		return 0, false
+	}
+	return d.Bytes(), true
+}
 
 // Manifest is manifest.json.
 type Manifest struct {
@@ -321,8 +343,8 @@ func (m *Manifest) Validate() error {
 		if t.Status != "" && t.Role != "scratch" {
 			return bad("tensor %s: a status word must be scratch", t.Name)
 		}
-		if _, ok := ElemBytes[t.DType]; !ok {
-			return bad("tensor %s: dtype %q: want f32, bf16, i32, i64 or an FP8 format", t.Name, t.DType)
+		if _, ok := ElemBytes(t.DType); !ok {
+			return bad("tensor %s: dtype %q: want one of %s", t.Name, t.DType, strings.Join(manifestDTypes(), ", "))
 		}
 		if tensors[t.Name] {
 			return bad("tensor %s given twice", t.Name)

@@ -8,25 +8,7 @@ import (
 
 // This file holds every String method of the package but the attributes'.
 
-func (k Kind) String() string {
-	switch k {
-	case KBool:
-		return "i1"
-	case KI32:
-		return "i32"
-	case KI64:
-		return "i64"
-	case KF32:
-		return "f32"
-	case KBF16:
-		return "bf16"
-	case KFP8:
-		return "fp8"
-	case KPtr:
-		return "ptr"
-	}
-	return "invalid"
-}
+func (k Kind) String() string { return k.facts().name }
 
 func (d DType) String() string {
 	switch d.K {

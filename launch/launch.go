@@ -335,7 +335,8 @@ func checkTensors(m *export.Manifest, sh map[string]int64, ts Tensors, gpu bool)
 			return false, fmt.Errorf("%s: tensor %s has shape %v; at %s it is %v", m.Op, t.Name, a.Shape, export.SizesText(sh), dims)
 		}
 		n, _ := m.Elems(t, sh)
-		bytes := n * int64(export.ElemBytes[t.DType])
+		size, _ := export.ElemBytes(t.DType) // the manifest's check named it
+		bytes := n * int64(size)
 		switch {
 		case (a.Data != nil) == (a.Buf != nil):
 			return false, fmt.Errorf("%s: tensor %s: give host Data or a device Buf, one of them", m.Op, t.Name)
@@ -448,7 +449,8 @@ func (r *Runner) NewTensor(op *Op, name string, sizes Sizes) (*Tensor, error) {
 		for i, d := range dims {
 			shape[i] = int(d)
 		}
-		return &Tensor{DType: t.DType, Shape: shape, Data: make([]byte, n*int64(export.ElemBytes[t.DType]))}, nil
+		size, _ := export.ElemBytes(t.DType)
+		return &Tensor{DType: t.DType, Shape: shape, Data: make([]byte, n*int64(size))}, nil
 	}
 	return nil, fmt.Errorf("%s: no tensor %s", op.Name, name)
 }

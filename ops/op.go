@@ -495,20 +495,14 @@ func (c *Call) dtype(s string) (ir.DType, error) {
 	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
 		s = c.Options[s[1:len(s)-1]]
 	}
-	switch s {
-	case "f32":
-		return ir.F32, nil
-	case "bf16":
-		return ir.BF16, nil
-	case "i32":
-		return ir.I32, nil
-	case "i64":
-		return ir.I64, nil
-	case "fp8":
+	if s == "fp8" { // the call's format
 		if c.Format == nil {
 			return ir.DType{}, fmt.Errorf("%s: an fp8 tensor needs an fp8 option", c.Op.Name)
 		}
 		return ir.FP8(c.Format), nil
+	}
+	if d, ok := ir.DTypeNamed(s); ok && d.K != ir.KFP8 { // a format by name would bypass the target's
+		return d, nil
 	}
 	return ir.DType{}, fmt.Errorf("%s: no element type %q", c.Op.Name, s)
 }

@@ -1,8 +1,10 @@
 package ops
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +205,31 @@ func TestDescriptionsCheck(t *testing.T) {
 	bad.Candidates = func() []Candidate { return nil }
 	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "proposes no candidate schedules") {
 		t.Errorf("a description without candidates: %v", err)
+	}
+}
+
+// An E8M0 tensor holds scale bytes: its values are the powers of two
+// 2^−127 … 2^127 and NaN, set and read exactly; anything else is no value
+// of it.
+func TestE8M0Tensor(t *testing.T) {
+	x := &Tensor{Spec: Spec{Name: "s", DType: ir.E8M0, Shape: []int{5}}, Data: make([]byte, 5)}
+	for i, v := range []float64{1, math.Ldexp(1, -127), math.Ldexp(1, 127), 0.5, math.NaN()} {
+		x.Set(i, v)
+		if got := x.Float(i); got != v && !(math.IsNaN(v) && math.IsNaN(got)) {
+			t.Errorf("element %d: set %v, read %v", i, v, got)
+		}
+	}
+	if want := []byte{127, 0, 254, 126, 0xFF}; !bytes.Equal(x.Data, want) {
+		t.Errorf("bytes %v; want %v", x.Data, want)
+	}
+	for _, v := range []float64{3, 0, -1, math.Ldexp(1, 128), math.Inf(1)} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Set(%v) on e8m0: no panic", v)
+				}
+			}()
+			x.Set(0, v)
+		}()
 	}
 }

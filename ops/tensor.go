@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/fp8gen/fp8gen/ir"
@@ -11,7 +12,7 @@ import (
 // sign-extended).
 func (t *Tensor) Bits(i int) uint64 {
 	switch t.DType.K {
-	case ir.KFP8:
+	case ir.KFP8, ir.KE8M0:
 		return uint64(t.Data[i])
 	case ir.KBF16:
 		return uint64(binary.LittleEndian.Uint16(t.Data[2*i:]))
@@ -28,7 +29,7 @@ func (t *Tensor) Bits(i int) uint64 {
 // SetBits writes element i's bits.
 func (t *Tensor) SetBits(i int, b uint64) {
 	switch t.DType.K {
-	case ir.KFP8:
+	case ir.KFP8, ir.KE8M0:
 		t.Data[i] = uint8(b)
 	case ir.KBF16:
 		binary.LittleEndian.PutUint16(t.Data[2*i:], uint16(b))
@@ -47,6 +48,8 @@ func (t *Tensor) Float(i int) float64 {
 	switch t.DType.K {
 	case ir.KFP8:
 		return float64(t.DType.Fmt.Decode(uint8(b)))
+	case ir.KE8M0:
+		return float64(ir.E8M0Value(uint8(b)))
 	case ir.KBF16:
 		return float64(math.Float32frombits(uint32(b) << 16))
 	case ir.KF32:
@@ -56,7 +59,7 @@ func (t *Tensor) Float(i int) float64 {
 }
 
 // Set writes x to element i, rounded to the element type (to nearest even;
-// integers truncate).
+// integers truncate; an E8M0 element takes only the values it has).
 func (t *Tensor) Set(i int, x float64) {
 	switch t.DType.K {
 	case ir.KFP8:
@@ -65,6 +68,16 @@ func (t *Tensor) Set(i int, x float64) {
 		t.SetBits(i, uint64(ir.F32ToBF16(float32(x))))
 	case ir.KF32:
 		t.SetBits(i, uint64(math.Float32bits(float32(x))))
+	case ir.KE8M0: // no rounding rule of its own: the MX scale rules are the ops'
+		frac, exp := math.Frexp(x)
+		switch {
+		case math.IsNaN(x):
+			t.SetBits(i, 0xFF)
+		case frac == 0.5 && exp-1 >= -127 && exp-1 <= 127:
+			t.SetBits(i, uint64(exp-1+127))
+		default:
+			panic(fmt.Sprintf("BUG: %v is no E8M0 value (a power of two from 2^-127 to 2^127, or NaN)", x))
+		}
 	default:
 		t.SetBits(i, uint64(int64(x)))
 	}

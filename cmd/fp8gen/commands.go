@@ -433,17 +433,22 @@ func (o *opFlags) fromFiles(op *ops.Op, files map[string]*npy.Array, paths [][2]
 				sizes[n[0]], from[n[0]] = a.Shape[i], t.Name
 			}
 		}
-		dt := map[string]string{npy.Float32: "f32", npy.Uint16: "bf16", npy.Int32: "i32", npy.Int64: "i64", npy.Uint8: "fp8"}[a.Dtype]
 		if !strings.HasPrefix(t.DType, "{") {
-			if dt != t.DType {
-				return usagef("--in %s: %s holds %s (%s); %s is %s", t.Name, path[t.Name], a.Dtype, dt, t.Name, t.DType)
+			if npyOf(t.DType) != a.Dtype {
+				return usagef("--in %s: %s holds %s (%s); %s is %s", t.Name, path[t.Name], a.Dtype, npyNames(a.Dtype), t.Name, t.DType)
 			}
 			continue
 		}
 		opt := strings.Trim(t.DType, "{}")
 		i := slices.IndexFunc(op.Options, func(x ops.Option) bool { return x.Name == opt })
-		if i < 0 || !slices.Contains(op.Options[i].Values, dt) {
-			return usagef("--in %s: %s holds %s (%s); %s takes %s", t.Name, path[t.Name], a.Dtype, dt, t.Name, strings.Join(op.Options[i].Values, " or "))
+		var dt string // the option's value that the file's elements are
+		if i >= 0 {
+			if j := slices.IndexFunc(op.Options[i].Values, func(v string) bool { return npyOf(v) == a.Dtype }); j >= 0 {
+				dt = op.Options[i].Values[j]
+			}
+		}
+		if dt == "" {
+			return usagef("--in %s: %s holds %s (%s); %s takes %s", t.Name, path[t.Name], a.Dtype, npyNames(a.Dtype), t.Name, strings.Join(op.Options[i].Values, " or "))
 		}
 		flagName := map[string]string{"in": "in-dtype"}[opt]
 		switch {
@@ -607,19 +612,35 @@ func prepareOut(dir string, names []string) (paths map[string]string, undo func(
 	return paths, remove, os.Remove(f.Name())
 }
 
+// npyOf is the .npy descriptor of a tensor an op's description types by
+// name ("fp8": any FP8 format's bytes), "" for none.
+func npyOf(name string) string {
+	if name == "fp8" {
+		return ir.DType{K: ir.KFP8}.Npy()
+	}
+	d, _ := ir.DTypeNamed(name)
+	return d.Npy()
+}
+
+// npyNames says which element types a .npy descriptor stores ("bf16",
+// "fp8 or e8m0"), for an error's reader.
+func npyNames(descr string) string {
+	var names []string
+	for _, n := range ir.StoredKinds() {
+		if npyOf(n) == descr {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "no element type of fp8gen's"
+	}
+	return strings.Join(names, " or ")
+}
+
 // npyDtype is how a tensor's elements are stored in .npy.
 func npyDtype(d ir.DType) string {
-	switch d.K {
-	case ir.KFP8:
-		return npy.Uint8
-	case ir.KBF16:
-		return npy.Uint16
-	case ir.KF32:
-		return npy.Float32
-	case ir.KI32:
-		return npy.Int32
-	case ir.KI64:
-		return npy.Int64
+	if n := d.Npy(); n != "" {
+		return n
 	}
 	panic("BUG: no .npy dtype for " + d.String())
 }

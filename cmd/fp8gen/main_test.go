@@ -675,7 +675,7 @@ func TestRunNPYErrors(t *testing.T) {
 		subs []string
 	}{
 		{[]string{"run", "colwise_cast", "--in", "x=" + i4, "--out", outDir}, []string{"<i4", "i4.npy"}},
-		{[]string{"run", "colwise_cast", "--in", "x=" + u1, "--out", outDir}, []string{"|u1"}},
+		{[]string{"run", "colwise_cast", "--in", "x=" + u1, "--out", outDir}, []string{"holds |u1 (fp8 or e8m0); x takes bf16 or f32"}},
 		{[]string{"run", "colwise_cast", "--in", "x=" + x, "--shape", "M=8,K=70", "--out", outDir}, []string{"M=8,K=70", "[7 70]"}},
 		{[]string{"run", "colwise_cast", "--in", "x=" + x, "--shape", "M=70,K=7", "--out", outDir}, []string{"[7 70]"}},
 		{[]string{"run", "colwise_cast", "--in", "x=" + oneD, "--out", outDir}, []string{"[6]", "2 dimensions"}},

@@ -21,9 +21,24 @@ INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
 GRID_MAX = INT32_MAX  # a launch takes at most 2^31 - 1 blocks along an axis
 
-DTYPES = ("f32", "bf16", "i32", "i64", "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz")
-DTYPE_BYTES = {"f32": 4, "bf16": 2, "i32": 4, "i64": 8,
-               "e4m3fn": 1, "e4m3fnuz": 1, "e5m2": 1, "e5m2fnuz": 1}
+# The manifest's dtypes, a row each (fp8gen's ir/types.go table, which a Go
+# test holds this one to): bytes an element, the torch dtype (an attribute
+# name: older torch builds lack some, and only ops that use one need it),
+# the .npy descriptor. e8m0 is OCP MX's power-of-two scale byte.
+DTYPE_TABLE = {
+    "i32": (4, "int32", "<i4"),
+    "i64": (8, "int64", "<i8"),
+    "f32": (4, "float32", "<f4"),
+    "bf16": (2, "bfloat16", "<u2"),
+    "e4m3fn": (1, "float8_e4m3fn", "|u1"),
+    "e4m3fnuz": (1, "float8_e4m3fnuz", "|u1"),
+    "e5m2": (1, "float8_e5m2", "|u1"),
+    "e5m2fnuz": (1, "float8_e5m2fnuz", "|u1"),
+    "e8m0": (1, "float8_e8m0fnu", "|u1"),
+}
+DTYPES = tuple(DTYPE_TABLE)
+DTYPE_BYTES = {k: v[0] for k, v in DTYPE_TABLE.items()}
+FP8_FORMATS = ("e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz")
 INT_DTYPES = ("i32", "i64")
 ROLES = ("input", "output", "scratch")
 
@@ -482,7 +497,7 @@ class Target:
 class Format:
     def __init__(self, r):
         self.name = r.str("name")
-        if self.name not in ("e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz"):
+        if self.name not in FP8_FORMATS:
             raise ManifestError("%s.name: unknown FP8 format %r" % (r.where, self.name))
         self.max = r.num("max")
 

@@ -31,16 +31,12 @@ from torch.autograd.function import once_differentiable
 
 from . import driver as drv
 from . import grad as _grad
-from .manifest import ManifestError, load_manifest
+from .manifest import DTYPE_TABLE, ManifestError, load_manifest
 from .plan import InputError, Launcher, Runtime, StatusError  # noqa: F401 (InputError, StatusError: the API)
 
 # The manifest's dtype names as torch dtypes (attribute names: older torch
-# builds lack the fnuz formats, and only ops that use one need it).
-TORCH_DTYPES = {
-    "f32": "float32", "bf16": "bfloat16", "i32": "int32", "i64": "int64",
-    "e4m3fn": "float8_e4m3fn", "e4m3fnuz": "float8_e4m3fnuz",
-    "e5m2": "float8_e5m2", "e5m2fnuz": "float8_e5m2fnuz",
-}
+# builds lack the fnuz formats and e8m0, and only ops that use one need it).
+TORCH_DTYPES = {name: row[1] for name, row in DTYPE_TABLE.items()}
 
 
 def torch_dtype(name):

@@ -325,6 +325,13 @@ class SyntheticTest(unittest.TestCase):
         with self.assertRaisesRegex(ManifestError, "dependent_launch on the first kernel or off NVIDIA"):
             synthetic(target=amd, kernels=[k, dict(k, dependent_launch=True)])
 
+    def test_e8m0_tensor(self):
+        # OCP MX's scale bytes: one byte an element, torch.float8_e8m0fnu.
+        t = {"name": "x", "role": "input", "dtype": "e8m0", "shape": ["M"], "doc": ""}
+        m = synthetic(tensors=[t])
+        self.assertEqual((m.tensors[0].dtype, m.tensors[0].itemsize), ("e8m0", 1))
+        self.assertEqual(mf.DTYPE_TABLE["e8m0"][1:], ("float8_e8m0fnu", "|u1"))
+
     def test_null_collections(self):
         m = synthetic(options=None, schedule=None)
         self.assertEqual((m.options, m.schedule, m.constraints), ({}, {}, []))

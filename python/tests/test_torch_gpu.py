@@ -82,8 +82,7 @@ EXTRA_OPTIONS = {
     "swiglu_probs_bwd": [["--opt", "quant=rowwise", "--fp8", "e5m2"], ["--opt", "layout=interleaved"]],
 }
 
-NPY_DESCR = {"f32": "<f4", "bf16": "<u2", "i32": "<i4", "i64": "<i8",
-             "e4m3fn": "|u1", "e4m3fnuz": "|u1", "e5m2": "|u1", "e5m2fnuz": "|u1"}
+NPY_DESCR = {name: row[2] for name, row in mf.DTYPE_TABLE.items()}
 
 
 # ---------------------------------------------------------------------------
