@@ -93,7 +93,9 @@ func (b *Builder) fail(format string, args ...any) *Value {
 }
 
 func (b *Builder) placeholder() *Value {
-	return b.f.NewValue(OpConst, Scalar(F32), ConstAttr{})
+	v := b.f.NewValue(OpConst, Scalar(F32), ConstAttr{})
+	v.b = b
+	return v
 }
 
 // add checks a new value and appends it to the current block.
@@ -102,6 +104,7 @@ func (b *Builder) add(v *Value) *Value {
 		return b.placeholder()
 	}
 	v.Pos = callerPos()
+	v.b = b
 	for _, a := range v.Args {
 		if a.Block == nil && a.Op != OpLoopVar {
 			return b.fail("%s: operand %v comes from an earlier error or another kernel", v.Op.Name(), a)
@@ -586,12 +589,12 @@ func (b *Builder) For(lo, hi, step any, inits []*Value, body func(i *Value, carr
 	loop.Pos = callerPos()
 	loop.Body = &Block{Parent: loop}
 	iv := b.f.NewValue(OpLoopVar, Scalar(like), IntAttr{0})
-	iv.Block = loop.Body
+	iv.Block, iv.b = loop.Body, b
 	loop.Body.Vars = append(loop.Body.Vars, iv)
 	var carried []*Value
 	for i, x := range inits {
 		c := b.f.NewValue(OpLoopVar, x.Type, IntAttr{i + 1})
-		c.Block = loop.Body
+		c.Block, c.b = loop.Body, b
 		c.Name = x.Name
 		loop.Body.Vars = append(loop.Body.Vars, c)
 		carried = append(carried, c)

@@ -29,6 +29,9 @@ type Value struct {
 	// lowering derived from it; the emitter prints it. Arguments keep
 	// their argument names.
 	Name string
+	// b is the builder that made the value, for the DSL's methods on it
+	// (x.Abs().Max(0)); nil for values lowering makes.
+	b *Builder
 }
 
 // Named sets the name the emitted code gives v, and returns v.

@@ -40,7 +40,7 @@ func qkSizesOf(b *ir.Builder, c *Call) qkSizes {
 
 // rows is the number of head rows.
 func (z qkSizes) rows(b *ir.Builder) *ir.Value {
-	return b.Mul(b.Mul(z.bs, z.s), b.Add(z.hq, b.Mul(z.hkv, 2)))
+	return z.bs.Mul(z.s).Mul(z.hq.Add(z.hkv.Mul(2)))
 }
 
 // qkTile is the tile of ROWS head rows from r0, which must be a multiple
@@ -50,38 +50,38 @@ func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
 	var t qkRows
 	t.hq, t.hkv, t.s = hq, hkv, s
-	nh := b.Add(hq, b.Mul(hkv, 2)).Named("heads")
+	nh := hq.Add(hkv.Mul(2)).Named("heads")
 	t.r0, t.heads = r0, nh
-	t.grp = b.Div(hq, hkv).Named("group")
-	t.r = b.Add(r0, b.Arange(nr)).Named("hrow")
-	t.ok = b.Lt(t.r, b.Mul(b.Mul(bs, s), nh)).Named("row_ok")
-	t.tok = b.Div(t.r, nh).Named("tok")
-	u := b.Rem(t.r, nh)
-	per := b.Add(t.grp, 2)
-	t.g, t.j = b.Div(u, per).Named("kv_group"), b.Rem(u, per).Named("slot")
-	t.isQ = b.And(t.ok, b.Lt(t.j, t.grp)).Named("is_q")
-	t.isK = b.And(t.ok, b.Eq(t.j, t.grp)).Named("is_k")
-	t.isV = b.And(t.ok, b.Eq(t.j, b.Add(t.grp, 1))).Named("is_v")
+	t.grp = hq.Div(hkv).Named("group")
+	t.r = r0.Add(b.Arange(nr)).Named("hrow")
+	t.ok = t.r.Lt(bs.Mul(s).Mul(nh)).Named("row_ok")
+	t.tok = t.r.Div(nh).Named("tok")
+	u := t.r.Rem(nh)
+	per := t.grp.Add(2)
+	t.g, t.j = u.Div(per).Named("kv_group"), u.Rem(per).Named("slot")
+	t.isQ = t.ok.And(t.j.Lt(t.grp)).Named("is_q")
+	t.isK = t.ok.And(t.j.Eq(t.grp)).Named("is_k")
+	t.isV = t.ok.And(t.j.Eq(t.grp.Add(1))).Named("is_v")
 	t.posOf = func(tok *ir.Value) *ir.Value {
 		if c.Opt("order") == "bshd" {
-			return b.Rem(tok, s) // row = b·S + s
+			return tok.Rem(s) // row = b·S + s
 		}
-		return b.Div(tok, bs) // row = s·B + b
+		return tok.Div(bs) // row = s·B + b
 	}
 	t.pos = t.posOf(t.tok).Named("pos")
 	t.d = b.Arange(hd).Named("d")
-	t.offs = b.Add(b.Mul(b.Col(t.r), hd), b.Row(t.d)).Named("offs")
-	qh := b.Add(b.Mul(t.tok, hq), b.Add(b.Mul(t.g, t.grp), t.j))
-	t.qOffs = b.Add(b.Mul(b.Col(qh), hd), b.Row(t.d)).Named("q_offs")
-	kh := b.Add(b.Mul(t.tok, hkv), t.g)
-	t.kvOffs = b.Add(b.Mul(b.Col(kh), hd), b.Row(t.d)).Named("kv_offs")
+	t.offs = t.r.Col().Mul(hd).Add(t.d.Row()).Named("offs")
+	qh := t.tok.Mul(hq).Add(t.g.Mul(t.grp).Add(t.j))
+	t.qOffs = qh.Col().Mul(hd).Add(t.d.Row()).Named("q_offs")
+	kh := t.tok.Mul(hkv).Add(t.g)
+	t.kvOffs = kh.Col().Mul(hd).Add(t.d.Row()).Named("kv_offs")
 	return t
 }
 
 // rms is rsqrt(mean(x²) + eps) of each row of x [ROWS, D], f32.
 func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
-	ss := b.Reduce(b.Mul(x, x), 1, ir.RSum).Named("sum_sq")
-	return b.Rsqrt(b.Add(b.Div(ss, float64(c.Knob("HEAD_D"))), qkEps(c))).Named("rrms")
+	ss := x.Mul(x).Reduce(1, ir.RSum).Named("sum_sq")
+	return ss.Div(float64(c.Knob("HEAD_D"))).Add(qkEps(c)).Rsqrt().Named("rrms")
 }
 
 // qkParams are the parameters every QK-norm kernel reads: the weights,
@@ -106,26 +106,26 @@ func qkParamsOf(b *ir.Builder, c *Call, ownTables bool) qkParams {
 // weights is the row's norm weight: q_weight for query rows, k_weight
 // for the rest, f32 [ROWS, D].
 func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
-	qw := b.Cast(b.Load(b.PtrAdd(p.qw, t.d), nil, nil), ir.F32).Named("qw")
-	kw := b.Cast(b.Load(b.PtrAdd(p.kw, t.d), nil, nil), ir.F32).Named("kw")
-	return b.Where(b.Col(t.isQ), b.Row(qw), b.Row(kw)).Named("w")
+	qw := b.Load(b.PtrAdd(p.qw, t.d), nil, nil).Cast(ir.F32).Named("qw")
+	kw := b.Load(b.PtrAdd(p.kw, t.d), nil, nil).Cast(ir.F32).Named("kw")
+	return b.Where(t.isQ.Col(), qw.Row(), kw.Row()).Named("w")
 }
 
 // pairIndex is the rotation pair, the inv_freq index, of elements d:
 // rotate-half pairs d with d ± D/2, the interleaved (GPT-J) 2i with 2i+1.
 func pairIndex(b *ir.Builder, c *Call, d *ir.Value) *ir.Value {
 	if c.Opt("rope") == "gptj" {
-		return b.Div(d, 2)
+		return d.Div(2)
 	}
-	return b.Rem(d, c.Knob("HEAD_D")/2)
+	return d.Rem(c.Knob("HEAD_D") / 2)
 }
 
 // rowAngles is cos and sin [rows, D] of the angles pos · inv_freq[pair]
 // at positions pos [rows] and elements d [D], every element its own.
 func rowAngles(b *ir.Builder, c *Call, invFreq, pos, d *ir.Value) (cs, sn *ir.Value) {
 	f := b.Load(b.PtrAdd(invFreq, pairIndex(b, c, d)), nil, nil).Named("inv_freq")
-	pf := b.Cast(b.Cast(pos, ir.I32), ir.F32).Named("pos_f") // S < 2^24: exact
-	sn, cs = sincos(b, b.Mul(b.Col(pf), b.Row(f)).Named("angle"))
+	pf := pos.Cast(ir.I32).Cast(ir.F32).Named("pos_f") // S < 2^24: exact
+	sn, cs = sincos(b, pf.Col().Mul(f.Row()).Named("angle"))
 	return cs, sn
 }
 
@@ -140,13 +140,13 @@ func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 	invFreq, tab := b.Param("inv_freq", ir.F32), b.Param("rope_tables", ir.F32)
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
 	s := b.Size("S")
-	pos := b.Add(b.Mul(b.ProgramID(0), nr), b.Arange(nr)).Named("pos")
+	pos := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("pos")
 	d := b.Arange(hd).Named("d")
 	cs, sn := rowAngles(b, c, invFreq, pos, d)
-	offs := b.Add(b.Mul(b.Col(pos), hd), b.Row(d)).Named("offs")
-	m := b.Col(b.Lt(pos, s))
+	offs := pos.Col().Mul(hd).Add(d.Row()).Named("offs")
+	m := pos.Lt(s).Col()
 	b.Store(b.PtrAdd(tab, offs), cs, m)
-	b.Store(b.PtrAdd(tab, b.Add(offs, b.Mul(s, hd))), sn, m)
+	b.Store(b.PtrAdd(tab, offs.Add(s.Mul(hd))), sn, m)
 }
 
 // tables is cos and sin at each row's position: loaded from the tables
@@ -163,18 +163,18 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 			// row (the polynomials cost the H200's forward 3.7× the
 			// tables' time when every row worked them, 2026-12-03).
 			f := b.LoadSpread(b.PtrAdd(p.invFreq, pairIndex(b, c, b.Arange(hd))), nil, nil).Named("inv_freq")
-			first := b.Div(t.r0, t.heads).Named("tok0")
+			first := t.r0.Div(t.heads).Named("tok0")
 			angles := func(tok *ir.Value) (cs, sn *ir.Value) {
-				pos := b.Cast(b.Cast(t.posOf(tok), ir.I32), ir.F32).Named("pos_f")
-				sn, cs = sincos(b, b.Mul(pos, f).Named("angle"))
-				return b.BroadcastTo(b.Row(cs), nr, hd), b.BroadcastTo(b.Row(sn), nr, hd)
+				pos := t.posOf(tok).Cast(ir.I32).Cast(ir.F32).Named("pos_f")
+				sn, cs = sincos(b, pos.Mul(f).Named("angle"))
+				return cs.Row().BroadcastTo(nr, hd), sn.Row().BroadcastTo(nr, hd)
 			}
 			cs, sn = angles(first)
 			if nh%nr != 0 {
 				// The next token's too (past the last token at the end:
 				// angles no row takes).
-				cs1, sn1 := angles(b.Add(first, 1))
-				next := b.Col(b.Ne(t.tok, first))
+				cs1, sn1 := angles(first.Add(1))
+				next := t.tok.Ne(first).Col()
 				cs, sn = b.Where(next, cs1, cs), b.Where(next, sn1, sn)
 			}
 			return cs, sn
@@ -182,12 +182,12 @@ func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
 		return rowAngles(b, c, p.invFreq, t.pos, t.d)
 	}
 	if p.tab != nil {
-		p.cos, p.sin = p.tab, b.PtrAdd(p.tab, b.Mul(t.s, hd))
+		p.cos, p.sin = p.tab, b.PtrAdd(p.tab, t.s.Mul(hd))
 	}
-	offs := b.Add(b.Mul(b.Col(t.pos), hd), b.Row(t.d)).Named("pos_offs")
+	offs := t.pos.Col().Mul(hd).Add(t.d.Row()).Named("pos_offs")
 	// Every row's, v rows' too: masking those off cost nvcc 6 registers
 	// and the H200 40% at HKV = 8 (2026-12-02).
-	m := b.Col(t.ok)
+	m := t.ok.Col()
 	cs = b.Load(b.PtrAdd(p.cos, offs), m, nil).Named("cos")
 	sn = b.Load(b.PtrAdd(p.sin, offs), m, nil).Named("sin")
 	return cs, sn
@@ -210,23 +210,23 @@ const (
 // polynomials on |r| ≤ π/4 (truncation below 2·10^-9), and the quadrant
 // j/2 mod 4 picking and signing them.
 func sincos(b *ir.Builder, x *ir.Value) (sin, cos *ir.Value) {
-	j := b.Cast(b.Mul(x, 4/math.Pi), ir.I32)
-	j = b.Add(j, b.And(j, 1)).Named("octant")
-	jf := b.Cast(j, ir.F32)
-	r := b.Sub(b.Sub(b.Sub(b.Sub(x, b.Mul(jf, quarterPi1)), b.Mul(jf, quarterPi2)), b.Mul(jf, quarterPi3)), b.Mul(jf, quarterPi4)).Named("r")
-	r2 := b.Mul(r, r)
+	j := x.Mul(4 / math.Pi).Cast(ir.I32)
+	j = j.Add(j.And(1)).Named("octant")
+	jf := j.Cast(ir.F32)
+	r := x.Sub(jf.Mul(quarterPi1)).Sub(jf.Mul(quarterPi2)).Sub(jf.Mul(quarterPi3)).Sub(jf.Mul(quarterPi4)).Named("r")
+	r2 := r.Mul(r)
 	// sin r = r + r·r²·(−1/3! + r²·(1/5! + r²·(−1/7! + r²/9!)))
-	ps := b.Add(-1.0/6, b.Mul(r2, b.Add(1.0/120, b.Mul(r2, b.Add(-1.0/5040, b.Mul(r2, 1.0/362880))))))
-	sr := b.Add(r, b.Mul(b.Mul(r, r2), ps)).Named("sin_r")
+	ps := b.Add(-1.0/6, r2.Mul(b.Add(1.0/120, r2.Mul(b.Add(-1.0/5040, r2.Mul(1.0/362880))))))
+	sr := r.Add(r.Mul(r2).Mul(ps)).Named("sin_r")
 	// cos r = 1 − r²/2 + r⁴·(1/4! + r²·(−1/6! + r²·(1/8! − r²/10!)))
-	pc := b.Add(1.0/24, b.Mul(r2, b.Add(-1.0/720, b.Mul(r2, b.Add(1.0/40320, b.Mul(r2, -1.0/3628800))))))
-	cr := b.Add(b.Sub(1.0, b.Mul(r2, 0.5)), b.Mul(b.Mul(r2, r2), pc)).Named("cos_r")
-	q := b.And(b.Shr(j, 1), 3).Named("quadrant")
+	pc := b.Add(1.0/24, r2.Mul(b.Add(-1.0/720, r2.Mul(b.Add(1.0/40320, r2.Mul(-1.0/3628800))))))
+	cr := b.Sub(1.0, r2.Mul(0.5)).Add(r2.Mul(r2).Mul(pc)).Named("cos_r")
+	q := j.Shr(1).And(3).Named("quadrant")
 	pick := func(v0, v1, v2, v3 *ir.Value) *ir.Value {
-		return b.Where(b.Eq(q, 0), v0, b.Where(b.Eq(q, 1), v1, b.Where(b.Eq(q, 2), v2, v3)))
+		return b.Where(q.Eq(0), v0, b.Where(q.Eq(1), v1, b.Where(q.Eq(2), v2, v3)))
 	}
-	sin = pick(sr, cr, b.Neg(sr), b.Neg(cr)).Named("sin")
-	cos = pick(cr, b.Neg(sr), b.Neg(cr), sr).Named("cos")
+	sin = pick(sr, cr, sr.Neg(), cr.Neg()).Named("sin")
+	cos = pick(cr, sr.Neg(), cr.Neg(), sr).Named("cos")
 	return sin, cos
 }
 
@@ -238,45 +238,45 @@ func rotated(b *ir.Builder, c *Call, x, d *ir.Value, transposed bool) *ir.Value 
 	hd := c.Knob("HEAD_D")
 	if c.Opt("rope") == "neox" {
 		p := b.Rotate(x, 1, hd/2) // x[(d + D/2) mod D]
-		first := b.Row(b.Lt(d, hd/2))
+		first := d.Lt(hd / 2).Row()
 		if transposed {
-			return b.Where(first, p, b.Neg(p))
+			return b.Where(first, p, p.Neg())
 		}
-		return b.Where(first, b.Neg(p), p)
+		return b.Where(first, p.Neg(), p)
 	}
 	next, prev := b.Rotate(x, 1, 1), b.Rotate(x, 1, -1) // x[d+1], x[d−1]
-	even := b.Row(b.Eq(b.Rem(d, 2), 0))
+	even := d.Rem(2).Eq(0).Row()
 	if transposed {
-		return b.Where(even, next, b.Neg(prev))
+		return b.Where(even, next, prev.Neg())
 	}
-	return b.Where(even, b.Neg(next), prev)
+	return b.Where(even, next.Neg(), prev)
 }
 
 func qkNormFwdKernel(b *ir.Builder, c *Call) {
 	qkv := b.Param("qkv", ir.BF16)
 	p := qkParamsOf(b, c, false)
 	q, k, v := b.Param("q", ir.BF16), b.Param("k", ir.BF16), b.Param("v", ir.BF16)
-	t := qkTile(b, c, qkSizesOf(b, c), b.Mul(b.ProgramID(0), c.Knob("ROWS")))
-	raw := b.Load(b.PtrAdd(qkv, t.offs), b.Col(t.ok), nil).Named("raw")
+	t := qkTile(b, c, qkSizesOf(b, c), b.ProgramID(0).Mul(c.Knob("ROWS")))
+	raw := b.Load(b.PtrAdd(qkv, t.offs), t.ok.Col(), nil).Named("raw")
 	var w, cs, sn *ir.Value
 	if c.Knob("EARLY_LOADS") == 1 {
 		w = weights(b, p, t)
 		cs, sn = tables(b, c, p, t)
 	}
-	x := b.Cast(raw, ir.F32).Named("x")
+	x := raw.Cast(ir.F32).Named("x")
 	rr := rms(b, c, x)
 	if w == nil {
 		w = weights(b, p, t)
 		cs, sn = tables(b, c, p, t)
 	}
-	n := b.Mul(b.Mul(x, b.Col(rr)), w).Named("normed")
+	n := x.Mul(rr.Col()).Mul(w).Named("normed")
 	if c.Flag("round_norm") {
-		n = b.Cast(b.Cast(n, ir.BF16), ir.F32).Named("normed_bf16")
+		n = n.Cast(ir.BF16).Cast(ir.F32).Named("normed_bf16")
 	}
-	y := b.Cast(b.Add(b.Mul(n, cs), b.Mul(rotated(b, c, n, t.d, false), sn)), ir.BF16).Named("y")
-	b.Store(b.PtrAdd(q, t.qOffs), y, b.Col(t.isQ))
-	b.Store(b.PtrAdd(k, t.kvOffs), y, b.Col(t.isK))
-	b.Store(b.PtrAdd(v, t.kvOffs), raw, b.Col(t.isV)) // v: a copy
+	y := n.Mul(cs).Add(rotated(b, c, n, t.d, false).Mul(sn)).Cast(ir.BF16).Named("y")
+	b.Store(b.PtrAdd(q, t.qOffs), y, t.isQ.Col())
+	b.Store(b.PtrAdd(k, t.kvOffs), y, t.isK.Col())
+	b.Store(b.PtrAdd(v, t.kvOffs), raw, t.isV.Col()) // v: a copy
 }
 
 // qkNormBwdKernel runs over its tiles (pid, pid + P, …, P programs) and
@@ -290,47 +290,47 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	partials := b.Param("partials", ir.F32)
 	z := qkSizesOf(b, c)
 	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
-	tiles := b.CDiv(z.rows(b), nr).Named("tiles")
+	tiles := z.rows(b).CDiv(nr).Named("tiles")
 	pid, np := b.ProgramID(0), b.NumPrograms(0)
 	// The weight-gradient terms add up in [ROWS, D] accumulators, each
 	// thread its own elements in loop order: no exchange between threads
 	// (and no barrier) inside the loop, one tree over the rows after it.
 	zero := func() *ir.Value { return b.Full(ir.F32, 0, nr, hd) }
 	acc := b.For(pid, tiles, np, []*ir.Value{zero().Named("dqw_rows"), zero().Named("dkw_rows")}, func(it *ir.Value, acc []*ir.Value) []*ir.Value {
-		t := qkTile(b, c, z, b.Mul(it, nr))
+		t := qkTile(b, c, z, it.Mul(nr))
 		// v rows' gradient is dv: their qkv is not read (x = 0 there).
-		x := b.Cast(b.Load(b.PtrAdd(qkv, t.offs), b.Col(b.Or(t.isQ, t.isK)), nil), ir.F32).Named("x")
+		x := b.Load(b.PtrAdd(qkv, t.offs), t.isQ.Or(t.isK).Col(), nil).Cast(ir.F32).Named("x")
 		// The row's output gradient: dq, dk or dv, as the row is.
-		dy := b.Add(b.Cast(b.Load(b.PtrAdd(dq, t.qOffs), b.Col(t.isQ), nil), ir.F32),
-			b.Cast(b.Load(b.PtrAdd(dk, t.kvOffs), b.Col(t.isK), nil), ir.F32)).Named("dy")
-		dvv := b.Cast(b.Load(b.PtrAdd(dv, t.kvOffs), b.Col(t.isV), nil), ir.F32)
+		dy := b.Load(b.PtrAdd(dq, t.qOffs), t.isQ.Col(), nil).Cast(ir.F32).Add(
+			b.Load(b.PtrAdd(dk, t.kvOffs), t.isK.Col(), nil).Cast(ir.F32)).Named("dy")
+		dvv := b.Load(b.PtrAdd(dv, t.kvOffs), t.isV.Col(), nil).Cast(ir.F32)
 		var w, cs, sn *ir.Value
 		if c.Knob("EARLY_LOADS") == 1 {
 			w = weights(b, p, t)
 			cs, sn = tables(b, c, p, t)
 		}
 		rr := rms(b, c, x)
-		xh := b.Mul(x, b.Col(rr)).Named("x_hat")
+		xh := x.Mul(rr.Col()).Named("x_hat")
 		if w == nil {
 			w = weights(b, p, t)
 			cs, sn = tables(b, c, p, t)
 		}
-		dn := b.Add(b.Mul(dy, cs), rotated(b, c, b.Mul(dy, sn), t.d, true)).Named("d_normed")
-		g := b.Mul(dn, xh).Named("dw_terms")
+		dn := dy.Mul(cs).Add(rotated(b, c, dy.Mul(sn), t.d, true)).Named("d_normed")
+		g := dn.Mul(xh).Named("dw_terms")
 		zeros := b.Full(ir.F32, 0, nr, hd)
-		dqw := b.Add(acc[0], b.Where(b.Col(t.isQ), g, zeros))
-		dkw := b.Add(acc[1], b.Where(b.Col(t.isK), g, zeros))
-		dxh := b.Mul(dn, w).Named("d_x_hat")
-		mean := b.Div(b.Reduce(b.Mul(dxh, xh), 1, ir.RSum), float64(hd)).Named("mean_dot")
-		dx := b.Mul(b.Sub(dxh, b.Mul(xh, b.Col(mean))), b.Col(rr)).Named("dx")
-		out := b.Where(b.Col(t.isV), dvv, dx)
-		b.Store(b.PtrAdd(dqkv, t.offs), b.Cast(out, c.DType("d_qkv")), b.Col(t.ok))
+		dqw := acc[0].Add(b.Where(t.isQ.Col(), g, zeros))
+		dkw := acc[1].Add(b.Where(t.isK.Col(), g, zeros))
+		dxh := dn.Mul(w).Named("d_x_hat")
+		mean := dxh.Mul(xh).Reduce(1, ir.RSum).Div(float64(hd)).Named("mean_dot")
+		dx := dxh.Sub(xh.Mul(mean.Col())).Mul(rr.Col()).Named("dx")
+		out := b.Where(t.isV.Col(), dvv, dx)
+		b.Store(b.PtrAdd(dqkv, t.offs), out.Cast(c.DType("d_qkv")), t.ok.Col())
 		return []*ir.Value{dqw, dkw}
 	})
 	d := b.Arange(hd)
-	base := b.Mul(pid, 2*hd)
-	b.Store(b.PtrAdd(partials, b.Add(base, d)), b.Reduce(acc[0], 0, ir.RSum).Named("dqw_part"), nil)
-	b.Store(b.PtrAdd(partials, b.Add(b.Add(base, hd), d)), b.Reduce(acc[1], 0, ir.RSum).Named("dkw_part"), nil)
+	base := pid.Mul(2 * hd)
+	b.Store(b.PtrAdd(partials, base.Add(d)), acc[0].Reduce(0, ir.RSum).Named("dqw_part"), nil)
+	b.Store(b.PtrAdd(partials, base.Add(hd).Add(d)), acc[1].Reduce(0, ir.RSum).Named("dkw_part"), nil)
 }
 
 // qkNormDwKernel folds the partials, a program for each of d_q_weight
@@ -345,16 +345,16 @@ func qkNormDwKernel(b *ir.Builder, c *Call) {
 	dqw, dkw := b.Param("d_q_weight", ir.F32), b.Param("d_k_weight", ir.F32)
 	hd, parts := c.Knob("HEAD_D"), qkParts(c)
 	which := b.ProgramID(0)
-	d := b.Add(b.Mul(b.ProgramID(1), qkFoldCols), b.Arange(qkFoldCols)).Named("d")
+	d := b.ProgramID(1).Mul(qkFoldCols).Add(b.Arange(qkFoldCols)).Named("d")
 	acc := b.For(0, parts, qkFoldRows, []*ir.Value{b.Full(ir.F32, 0, qkFoldRows, qkFoldCols).Named("dw_rows")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {
-		rows := b.Add(p, b.Arange(qkFoldRows))
-		at := b.Add(b.Col(b.Mul(b.Add(b.Mul(rows, 2), which), hd)), b.Row(d))
-		part := b.Load(b.PtrAdd(partials, at), b.Col(b.Lt(rows, parts)), nil)
-		return []*ir.Value{b.Add(acc[0], part)}
+		rows := p.Add(b.Arange(qkFoldRows))
+		at := rows.Mul(2).Add(which).Mul(hd).Col().Add(d.Row())
+		part := b.Load(b.PtrAdd(partials, at), rows.Lt(parts).Col(), nil)
+		return []*ir.Value{acc[0].Add(part)}
 	})
-	dw := b.Reduce(acc[0], 0, ir.RSum).Named("dw")
-	b.Store(b.PtrAdd(dqw, d), dw, b.Splat(b.Eq(which, 0), qkFoldCols))
-	b.Store(b.PtrAdd(dkw, d), dw, b.Splat(b.Eq(which, 1), qkFoldCols))
+	dw := acc[0].Reduce(0, ir.RSum).Named("dw")
+	b.Store(b.PtrAdd(dqw, d), dw, b.Splat(which.Eq(0), qkFoldCols))
+	b.Store(b.PtrAdd(dkw, d), dw, b.Splat(which.Eq(1), qkFoldCols))
 }
 
 // The fold's tile: qkFoldRows rows of partials by qkFoldCols columns

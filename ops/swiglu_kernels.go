@@ -6,24 +6,24 @@ import "github.com/fp8gen/fp8gen/ir"
 
 // expNegAbs is exp(−min(|g|, 104)), the target-independent form.
 func expNegAbs(b *ir.Builder, g *ir.Value) *ir.Value {
-	a := b.Min(b.Abs(g), siluClamp).Named("a")
-	kf := b.Sub(b.Add(b.Mul(a, expLog2E), expRound), expRound).Named("kf") // rne(a·log2 e)
-	r := b.Add(b.Sub(b.Mul(kf, expLn2Hi), a), b.Mul(kf, expLn2Lo)).Named("r")
+	a := g.Abs().Min(siluClamp).Named("a")
+	kf := a.Mul(expLog2E).Add(expRound).Sub(expRound).Named("kf") // rne(a·log2 e)
+	r := kf.Mul(expLn2Hi).Sub(a).Add(kf.Mul(expLn2Lo)).Named("r")
 	p := b.Splat(b.F32(float64(expTaylor[0])), r.Type.Shape...)
 	for _, c := range expTaylor[1:] {
-		p = b.Add(b.Mul(p, r), c)
+		p = p.Mul(r).Add(c)
 	}
-	k := b.Cast(kf, ir.I32).Named("k")
-	lo := b.Shr(k, 1)
-	pow2 := func(n *ir.Value) *ir.Value { return b.Bitcast(b.Shl(b.Sub(127, n), 23), ir.F32) }
-	return b.Mul(b.Mul(p.Named("p"), pow2(lo)), pow2(b.Sub(k, lo))).Named("e")
+	k := kf.Cast(ir.I32).Named("k")
+	lo := k.Shr(1)
+	pow2 := func(n *ir.Value) *ir.Value { return b.Sub(127, n).Shl(23).Bitcast(ir.F32) } // 2^−n
+	return p.Named("p").Mul(pow2(lo)).Mul(pow2(k.Sub(lo))).Named("e")
 }
 
 // siluOf is silu(g) and the exp(−min(|g|, 104)) it used.
 func siluOf(b *ir.Builder, g *ir.Value) (silu, e *ir.Value) {
 	e = expNegAbs(b, g)
-	neg := b.Mul(b.Where(b.Lt(g, -siluClamp), -siluClamp, g), e)
-	return b.Div(b.Where(b.Ge(g, 0), g, neg), b.Add(e, 1)).Named("silu"), e
+	neg := b.Where(g.Lt(-siluClamp), -siluClamp, g).Mul(e)
+	return b.Where(g.Ge(0), g, neg).Div(e.Add(1)).Named("silu"), e
 }
 
 // swigluRows is a block of ROWS rows from r0: which exist, and each tile's
@@ -49,26 +49,26 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 	b, c := k.b, k.c
 	nr, bf := c.Knob("ROWS"), c.Knob("BLOCK_F")
 	rn, f := k.rn, k.f
-	t := swigluRows{rows: b.Add(r0, b.Arange(nr)).Named("rows")}
-	t.ok = b.Lt(t.rows, rn).Named("row_ok")
+	t := swigluRows{rows: r0.Add(b.Arange(nr)).Named("rows")}
+	t.ok = t.rows.Lt(rn).Named("row_ok")
 	at := t.rows
 	if ahead {
 		at = rowsWithin(b, t.rows, rn)
 	}
-	base := b.Mul(b.Col(at), b.Mul(f, 2)).Named("h_row")
+	base := at.Col().Mul(f.Mul(2)).Named("h_row")
 	for i := range c.Knob("TILES") {
 		cols := b.Add(i*bf, b.Arange(bf)).Named("cols")
 		var g, u *ir.Value
 		if c.Opt("layout") == "interleaved" {
-			g = b.Add(base, b.Row(b.Mul(cols, 2)))
-			u = b.Add(g, 1)
+			g = base.Add(cols.Mul(2).Row())
+			u = g.Add(1)
 		} else {
-			g = b.Add(base, b.Row(cols))
-			u = b.Add(g, f)
+			g = base.Add(cols.Row())
+			u = g.Add(f)
 		}
 		t.gate, t.up = append(t.gate, g.Named("offs_g")), append(t.up, u.Named("offs_u"))
-		t.out = append(t.out, b.Add(b.Mul(b.Col(at), f), b.Row(cols)).Named("offs_y"))
-		t.masks = append(t.masks, b.And(b.Col(t.ok), b.Row(b.Lt(cols, f))).Named("mask"))
+		t.out = append(t.out, at.Col().Mul(f).Add(cols.Row()).Named("offs_y"))
+		t.masks = append(t.masks, t.ok.Col().And(cols.Lt(f).Row()).Named("mask"))
 	}
 	return t
 }
@@ -128,10 +128,10 @@ func (k *swiglu) y(t swigluRows, halves []*ir.Value) []*ir.Value {
 	n := len(t.masks)
 	var ys []*ir.Value
 	for i := range n {
-		s, _ := siluOf(b, b.Cast(halves[i], ir.F32).Named("g"))
-		y := b.Mul(s, b.Cast(halves[n+i], ir.F32).Named("u"))
+		s, _ := siluOf(b, halves[i].Cast(ir.F32).Named("g"))
+		y := s.Mul(halves[n+i].Cast(ir.F32).Named("u"))
 		if p != nil {
-			y = b.Mul(y, p)
+			y = y.Mul(p)
 		}
 		ys = append(ys, y.Named("y"))
 	}
@@ -150,11 +150,11 @@ func (k *swiglu) prob(t swigluRows) *ir.Value {
 func rowAmax(b *ir.Builder, ys []*ir.Value) *ir.Value {
 	var amax *ir.Value
 	for _, y := range ys {
-		m := b.Reduce(b.Abs(y), 1, ir.RMax)
+		m := y.Abs().Reduce(1, ir.RMax)
 		if amax == nil {
 			amax = m
 		} else {
-			amax = b.Max(amax, m)
+			amax = amax.Max(m)
 		}
 	}
 	return amax.Named("amax")
@@ -200,15 +200,15 @@ func swigluKernel(b *ir.Builder, c *Call) {
 		}
 		for i, y := range ys {
 			if s == nil {
-				b.Store(b.PtrAdd(yp, t.out[i]), b.Cast(y, ir.BF16), t.masks[i])
+				b.Store(b.PtrAdd(yp, t.out[i]), y.Cast(ir.BF16), t.masks[i])
 				continue
 			}
 			if quant == "rowwise" {
-				y = b.Mul(y, b.Col(s))
+				y = y.Mul(s.Col())
 			} else {
-				y = b.Mul(y, s)
+				y = y.Mul(s)
 			}
-			b.Store(b.PtrAdd(yp, t.out[i]), b.Cast(y, ir.FP8(c.Format)), t.masks[i])
+			b.Store(b.PtrAdd(yp, t.out[i]), y.Cast(ir.FP8(c.Format)), t.masks[i])
 		}
 		return nil
 	})
@@ -222,20 +222,20 @@ func swigluAmaxKernel(b *ir.Builder, c *Call) {
 	k.declareSizes()
 	acc := b.Full(ir.F32, 0, c.Knob("ROWS")).Named("amax_rows")
 	acc = k.rowLoop([]*ir.Value{acc}, func(t swigluRows, halves, carried []*ir.Value) []*ir.Value {
-		return []*ir.Value{b.Max(carried[0], rowAmax(b, k.y(t, halves)))}
+		return []*ir.Value{carried[0].Max(rowAmax(b, k.y(t, halves)))}
 	})[0]
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
-	b.AtomicMax(amaxp, b.Reduce(acc, 0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(amaxp, acc.Reduce(0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
 }
 
 // dsiluOf is silu's derivative at g from its e: sig · (1 + gc · (1 − sig)).
 func dsiluOf(b *ir.Builder, g, e *ir.Value) *ir.Value {
-	den := b.Add(e, 1).Named("den")
-	pos := b.Ge(g, 0)
-	sig := b.Div(b.Where(pos, 1, e), den).Named("sig")
-	rest := b.Div(b.Where(pos, e, 1), den).Named("sig_c") // 1 − sig without the cancellation
-	gc := b.Where(b.Gt(g, siluClamp), siluClamp, b.Where(b.Lt(g, -siluClamp), -siluClamp, g))
-	return b.Mul(sig, b.Add(b.Mul(gc, rest), 1)).Named("ds")
+	den := e.Add(1).Named("den")
+	pos := g.Ge(0)
+	sig := b.Where(pos, 1, e).Div(den).Named("sig")
+	rest := b.Where(pos, e, 1).Div(den).Named("sig_c") // 1 − sig without the cancellation
+	gc := b.Where(g.Gt(siluClamp), siluClamp, b.Where(g.Lt(-siluClamp), -siluClamp, g))
+	return sig.Mul(gc.Mul(rest).Add(1)).Named("ds")
 }
 
 // swigluBwdKernel writes dh (bf16, or rowwise fp8 over the row's 2F
@@ -264,19 +264,19 @@ func swigluBwdKernel(b *ir.Builder, c *Call) {
 		grads := make([]*ir.Value, 2*n) // d_gate tiles, then d_up tiles
 		var dp *ir.Value
 		for i := range n {
-			g := b.Cast(halves[i], ir.F32).Named("g")
-			u := b.Cast(halves[n+i], ir.F32).Named("u")
-			dy := b.Cast(halves[2*n+i], ir.F32).Named("dyf")
+			g := halves[i].Cast(ir.F32).Named("g")
+			u := halves[n+i].Cast(ir.F32).Named("u")
+			dy := halves[2*n+i].Cast(ir.F32).Named("dyf")
 			s, e := siluOf(b, g)
-			a := b.Mul(dy, s).Named("a")
-			dg, du := b.Mul(b.Mul(dy, u), dsiluOf(b, g, e)), a
+			a := dy.Mul(s).Named("a")
+			dg, du := dy.Mul(u).Mul(dsiluOf(b, g, e)), a
 			if p != nil {
-				dg, du = b.Mul(dg, p), b.Mul(a, p)
-				sum := b.Reduce(b.Mul(a, u), 1, ir.RSum)
+				dg, du = dg.Mul(p), a.Mul(p)
+				sum := a.Mul(u).Reduce(1, ir.RSum)
 				if dp == nil {
 					dp = sum
 				} else {
-					dp = b.Add(dp, sum)
+					dp = dp.Add(sum)
 				}
 			}
 			grads[i], grads[n+i] = dg.Named("d_gate"), du.Named("d_up")
@@ -289,9 +289,9 @@ func swigluBwdKernel(b *ir.Builder, c *Call) {
 		}
 		for i, v := range grads {
 			if scale != nil {
-				v = b.Mul(v, b.Col(scale))
+				v = v.Mul(scale.Col())
 			}
-			b.Store(b.PtrAdd(dh, offs[i]), b.Cast(v, out), t.masks[i%n])
+			b.Store(b.PtrAdd(dh, offs[i]), v.Cast(out), t.masks[i%n])
 		}
 		if dp != nil {
 			b.Store(b.PtrAdd(dprobs, t.rows), dp.Named("d_prob"), t.ok)
