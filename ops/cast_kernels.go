@@ -8,16 +8,16 @@ import "github.com/fp8gen/fp8gen/ir"
 
 // scaleOf is fmt_max / max(amax, eps), optionally rounded down to a power of two.
 func scaleOf(b *ir.Builder, amax *ir.Value, c *Call) *ir.Value {
-	s := b.Div(b.FP8Max(c.Format), b.Max(amax, Eps))
+	s := b.FP8Max(c.Format).Div(amax.Max(Eps))
 	if c.Flag("pow2") {
-		s = b.Pow2Floor(s)
+		s = s.Pow2Floor()
 	}
 	return s.Named("scale")
 }
 
 // loadF32 loads x (bf16 or f32) where mask holds, 0 elsewhere, as f32.
 func loadF32(b *ir.Builder, x, offs, mask *ir.Value) *ir.Value {
-	return b.Cast(b.Load(b.PtrAdd(x, offs), mask, nil), ir.F32).Named("xf")
+	return b.Load(b.PtrAdd(x, offs), mask, nil).Cast(ir.F32).Named("xf")
 }
 
 func rowwiseKernel(b *ir.Builder, c *Call) {
@@ -32,27 +32,27 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 	// clamped into the tensor where the tile may lie past its end (ahead).
 	type rowTile struct{ rows, ok, offs, mask *ir.Value }
 	rowsFrom := func(r0 *ir.Value) rowTile {
-		rows := b.Add(r0, b.Arange(nr)).Named("rows")
-		return rowTile{rows: rows, ok: b.Lt(rows, m).Named("row_ok")}
+		rows := r0.Add(b.Arange(nr)).Named("rows")
+		return rowTile{rows: rows, ok: rows.Lt(m).Named("row_ok")}
 	}
 	tile := func(t rowTile, k0 *ir.Value, ahead bool) rowTile {
 		at := t.rows
 		if ahead {
 			at = rowsWithin(b, t.rows, m)
 		}
-		cols := b.Add(k0, b.Arange(bk)).Named("cols")
-		t.offs = b.Add(b.Mul(b.Col(at), k), b.Row(cols)).Named("offs")
-		t.mask = b.And(b.Col(t.ok), b.Row(b.Lt(cols, k))).Named("mask")
+		cols := k0.Add(b.Arange(bk)).Named("cols")
+		t.offs = at.Col().Mul(k).Add(cols.Row()).Named("offs")
+		t.mask = t.ok.Col().And(cols.Lt(k).Row()).Named("mask")
 		return t
 	}
 	// cast scales the whole rows of t, whose elements v (f32) hold, and
 	// stores them with their inverse scales.
 	cast := func(t rowTile, v *ir.Value) {
-		scale := scaleOf(b, b.Reduce(b.Abs(v), 1, ir.RMax).Named("amax"), c)
-		b.Store(b.PtrAdd(q, t.offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), t.mask)
+		scale := scaleOf(b, v.Abs().Reduce(1, ir.RMax).Named("amax"), c)
+		b.Store(b.PtrAdd(q, t.offs), v.Mul(scale.Col()).Cast(ir.FP8(c.Format)), t.mask)
 		b.Store(b.PtrAdd(inv, t.rows), b.Div(1, scale), t.ok)
 	}
-	r0 := b.Mul(b.ProgramID(0), nr)
+	r0 := b.ProgramID(0).Mul(nr)
 	switch {
 	case c.Knob("PER_CU") > 0:
 		// A persistent loop over row blocks. With PREFETCH the next block's
@@ -62,9 +62,9 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 			t := tile(rowsFrom(r0), b.Int(0), ahead)
 			return b.Load(b.PtrAdd(x, t.offs), t.mask, nil).Named("x_tile")
 		}
-		tileLoop(b, r0, m, b.Mul(b.NumPrograms(0), nr), nr, c.Knob("PREFETCH") == 1, load, nil,
+		tileLoop(b, r0, m, b.NumPrograms(0).Mul(nr), nr, c.Knob("PREFETCH") == 1, load, nil,
 			func(r0, x *ir.Value, _ []*ir.Value) []*ir.Value {
-				cast(tile(rowsFrom(r0), b.Int(0), false), b.Cast(x, ir.F32).Named("xf"))
+				cast(tile(rowsFrom(r0), b.Int(0), false), x.Cast(ir.F32).Named("xf"))
 				return nil
 			})
 	case c.Knob("LOOP") == 0:
@@ -75,13 +75,13 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 		rows := rowsFrom(r0)
 		acc := b.For(0, k, bk, []*ir.Value{b.Full(ir.F32, 0, nr, bk).Named("amax_part")}, func(k0 *ir.Value, acc []*ir.Value) []*ir.Value {
 			t := tile(rows, k0, false)
-			return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, t.offs, t.mask)))}
+			return []*ir.Value{acc[0].Max(loadF32(b, x, t.offs, t.mask).Abs())}
 		})
-		scale := scaleOf(b, b.Reduce(acc[0], 1, ir.RMax).Named("amax"), c)
+		scale := scaleOf(b, acc[0].Reduce(1, ir.RMax).Named("amax"), c)
 		b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
 			t := tile(rows, k0, false)
 			v := loadF32(b, x, t.offs, t.mask)
-			b.Store(b.PtrAdd(q, t.offs), b.Cast(b.Mul(v, b.Col(scale)), ir.FP8(c.Format)), t.mask)
+			b.Store(b.PtrAdd(q, t.offs), v.Mul(scale.Col()).Cast(ir.FP8(c.Format)), t.mask)
 			return nil
 		})
 		b.Store(b.PtrAdd(inv, rows.rows), b.Div(1, scale), rows.ok)
@@ -93,14 +93,14 @@ func tensorAmaxKernel(b *ir.Builder, c *Call) {
 	amaxp := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
 	bs := c.Knob("BLOCK")
-	n := b.Mul(m, k).Named("n")
-	tiles := b.CDiv(n, bs).Named("tiles") // no overflow: the index type holds n plus a tile
+	n := m.Mul(k).Named("n")
+	tiles := n.CDiv(bs).Named("tiles") // no overflow: the index type holds n plus a tile
 	acc := b.For(b.ProgramID(0), tiles, b.NumPrograms(0), []*ir.Value{b.Full(ir.F32, 0, bs).Named("amax_part")}, func(i *ir.Value, acc []*ir.Value) []*ir.Value {
-		offs := b.Add(b.Mul(i, bs), b.Arange(bs)).Named("offs")
-		return []*ir.Value{b.Max(acc[0], b.Abs(loadF32(b, x, offs, b.Lt(offs, n))))}
+		offs := i.Mul(bs).Add(b.Arange(bs)).Named("offs")
+		return []*ir.Value{acc[0].Max(loadF32(b, x, offs, offs.Lt(n)).Abs())}
 	})
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
-	b.AtomicMax(amaxp, b.Reduce(acc[0], 0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(amaxp, acc[0].Reduce(0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
 }
 
 func tensorCastKernel(b *ir.Builder, c *Call) {
@@ -110,26 +110,26 @@ func tensorCastKernel(b *ir.Builder, c *Call) {
 	amaxp := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
 	bs := c.Knob("BLOCK")
-	n := b.Mul(m, k).Named("n")
-	tiles := b.CDiv(n, bs).Named("tiles")
+	n := m.Mul(k).Named("n")
+	tiles := n.CDiv(bs).Named("tiles")
 	scale := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
 	pid := b.ProgramID(0)
 	b.For(pid, tiles, b.NumPrograms(0), nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
-		offs := b.Add(b.Mul(i, bs), b.Arange(bs)).Named("offs")
-		mask := b.Lt(offs, n).Named("mask")
-		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(loadF32(b, x, offs, mask), scale), ir.FP8(c.Format)), mask)
+		offs := i.Mul(bs).Add(b.Arange(bs)).Named("offs")
+		mask := offs.Lt(n).Named("mask")
+		b.Store(b.PtrAdd(q, offs), loadF32(b, x, offs, mask).Mul(scale).Cast(ir.FP8(c.Format)), mask)
 		return nil
 	})
-	b.Store(inv, b.Div(1, scale), b.Eq(pid, 0))
+	b.Store(inv, b.Div(1, scale), pid.Eq(0))
 }
 
 // colTile loads the [BLOCK_M, BLOCK_K] tile of program (pid_m, pid_k) as f32.
 func colTile(b *ir.Builder, c *Call, x, m, k, pm, pk *ir.Value) *ir.Value {
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
-	rows := b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows")
-	cols := b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols")
-	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-	mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
+	rows := pm.Mul(bm).Add(b.Arange(bm)).Named("rows")
+	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
+	offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
+	mask := rows.Lt(m).Col().And(cols.Lt(k).Row()).Named("mask")
 	return loadF32(b, x, offs, mask)
 }
 
@@ -144,13 +144,13 @@ func tileLoop(b *ir.Builder, start, end *ir.Value, step any, align int, prefetch
 	inits []*ir.Value, body func(r0, tile *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	if !prefetch {
 		return b.For(start, end, step, inits, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
-			r0 = b.MultipleOf(r0, align)
+			r0 = r0.MultipleOf(align)
 			return body(r0, load(r0, false), carried)
 		})
 	}
-	out := b.For(start, end, step, append([]*ir.Value{load(b.MultipleOf(start, align), true).Named("x_next")}, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		r0 = b.MultipleOf(r0, align)
-		next := load(b.MultipleOf(b.Add(r0, step), align), true).Named("x_next")
+	out := b.For(start, end, step, append([]*ir.Value{load(start.MultipleOf(align), true).Named("x_next")}, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		r0 = r0.MultipleOf(align)
+		next := load(r0.Add(step).MultipleOf(align), true).Named("x_next")
 		return append([]*ir.Value{next}, body(r0, carried[0], carried[1:])...)
 	})
 	return out[1:]
@@ -160,7 +160,7 @@ func tileLoop(b *ir.Builder, start, end *ir.Value, step any, align int, prefetch
 // (its mask keeps the rows as they are): a tile loaded ahead forms no
 // address past the rows that exist.
 func rowsWithin(b *ir.Builder, rows, end *ir.Value) *ir.Value {
-	return b.Max(b.Min(rows, b.Sub(end, 1)), 0).Named("rows_in")
+	return rows.Min(end.Sub(1)).Max(0).Named("rows_in")
 }
 
 // amaxDown is the loop of the [br, bc] tiles at columns cols of a
@@ -176,17 +176,17 @@ func rowsWithin(b *ir.Builder, rows, end *ir.Value) *ir.Value {
 func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step, br, bc int, prefetch bool, cut *ir.Value) *ir.Value {
 	loader := func(end *ir.Value, once bool) func(r0 *ir.Value, ahead bool) *ir.Value {
 		return func(r0 *ir.Value, ahead bool) *ir.Value {
-			rows := b.Add(r0, b.Arange(br)).Named("rows")
+			rows := r0.Add(b.Arange(br)).Named("rows")
 			mrows := rows
 			if ahead {
 				rows = rowsWithin(b, rows, nrows)
 			}
-			at := b.Col(rows)
+			at := rows.Col()
 			if base != nil {
-				at = b.Add(base, at)
+				at = base.Add(at)
 			}
-			offs := b.Add(b.Mul(at, ncols), b.Row(cols)).Named("offs")
-			mask := b.And(b.Col(b.Lt(mrows, end)), b.Row(b.Lt(cols, ncols))).Named("mask")
+			offs := at.Mul(ncols).Add(cols.Row()).Named("offs")
+			mask := mrows.Lt(end).Col().And(cols.Lt(ncols).Row()).Named("mask")
 			if once {
 				return b.LoadOnce(b.PtrAdd(x, offs), mask, nil)
 			}
@@ -194,14 +194,14 @@ func amaxDown(b *ir.Builder, x, base, nrows, ncols, cols, start *ir.Value, step,
 		}
 	}
 	body := func(_, tile *ir.Value, acc []*ir.Value) []*ir.Value {
-		return []*ir.Value{b.Max(acc[0], b.Abs(b.Cast(tile, ir.F32).Named("xf")))}
+		return []*ir.Value{acc[0].Max(tile.Cast(ir.F32).Named("xf").Abs())}
 	}
 	acc := b.Full(ir.F32, 0, br, bc).Named("amax_rows")
 	if cut != nil {
 		// The tiles above cut (masked at it: a tile loaded ahead past it
 		// reads nothing), then the program's first tile at or past it.
 		acc = tileLoop(b, start, cut, step, br, prefetch, loader(cut, true), []*ir.Value{acc}, body)[0]
-		start = b.Add(start, b.Mul(b.CDiv(b.Max(b.Sub(cut, start), 0), step), step)).Named("kept_start")
+		start = start.Add(cut.Sub(start).Max(0).CDiv(step).Mul(step)).Named("kept_start")
 	}
 	return tileLoop(b, start, nrows, step, br, prefetch, loader(nrows, false), []*ir.Value{acc}, body)[0]
 }
@@ -215,17 +215,17 @@ func colAmaxKernel(b *ir.Builder, c *Call) {
 	amax := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
-	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
-	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
+	cols := b.ProgramID(1).Mul(bk).Add(b.Arange(bk)).Named("cols")
+	start := b.ProgramID(0).Mul(bm).Named("m_start")
 	var cut *ir.Value
 	if keep := c.Knob("KEEP"); keep < 8 {
 		// The rows above the bottom KEEP eighths (in whole tiles) read
 		// once: the L2 keeps the last ones, which the cast reads first.
-		cut = b.Mul(b.Div(b.Sub(m, b.Mul(b.Div(m, 8), keep)), bm), bm).Named("cut") // no M·KEEP: it could pass the index width
+		cut = m.Sub(m.Div(8).Mul(keep)).Div(bm).Mul(bm).Named("cut") // no M·KEEP: it could pass the index width
 	}
-	part := b.Reduce(amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk, c.Knob("PREFETCH") == 1, cut), 0, ir.RMax).Named("amax_part")
+	part := amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk, c.Knob("PREFETCH") == 1, cut).Reduce(0, ir.RMax).Named("amax_part")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
-	b.AtomicMax(b.PtrAdd(amax, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(b.PtrAdd(amax, cols), part, cols.Lt(k), ir.Relaxed, ir.ScopeAgent)
 }
 
 func colCastKernel(b *ir.Builder, c *Call) {
@@ -239,18 +239,18 @@ func colCastKernel(b *ir.Builder, c *Call) {
 	if c.Knob("KEEP") < 8 {
 		// Along the rows first, from the bottom band: the rows the amax
 		// read last, which the L2 kept, first.
-		pk, pm = b.ProgramID(0), b.Sub(b.Sub(b.NumPrograms(1), 1), b.ProgramID(1)).Named("pm")
+		pk, pm = b.ProgramID(0), b.NumPrograms(1).Sub(1).Sub(b.ProgramID(1)).Named("pm")
 	}
 	// Index tiles are built apart for each access, so that each takes the
 	// layout its access wants and only the data goes through LDS.
-	colsOf := func() *ir.Value { return b.Add(b.Mul(pk, bk), b.Arange(bk)).Named("cols") }
-	rowsOf := func() *ir.Value { return b.Add(b.Mul(pm, bm), b.Arange(bm)).Named("rows") }
+	colsOf := func() *ir.Value { return pk.Mul(bk).Add(b.Arange(bk)).Named("cols") }
+	rowsOf := func() *ir.Value { return pm.Mul(bm).Add(b.Arange(bm)).Named("rows") }
 	cols := colsOf()
-	scale := scaleOf(b, b.Load(b.PtrAdd(amax, cols), b.Lt(cols, k), nil).Named("amax"), c)
-	q := b.Cast(b.Mul(colTile(b, c, x, m, k, pm, pk), b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	scale := scaleOf(b, b.Load(b.PtrAdd(amax, cols), cols.Lt(k), nil).Named("amax"), c)
+	q := colTile(b, c, x, m, k, pm, pk).Mul(scale.Row()).Cast(ir.FP8(c.Format)).Named("q")
 	rows, cols2 := rowsOf(), colsOf()
-	offs := b.Add(b.Mul(b.Col(cols2), m), b.Row(rows)).Named("offs_t")
-	mask := b.And(b.Col(b.Lt(cols2, k)), b.Row(b.Lt(rows, m))).Named("mask_t")
-	b.Store(b.PtrAdd(qt, offs), b.Trans(q), mask) // [BLOCK_K, BLOCK_M], coalesced along M
-	b.Store(b.PtrAdd(inv, cols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(pm, 0)))
+	offs := cols2.Col().Mul(m).Add(rows.Row()).Named("offs_t")
+	mask := cols2.Lt(k).Col().And(rows.Lt(m).Row()).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offs), q.Trans(), mask) // [BLOCK_K, BLOCK_M], coalesced along M
+	b.Store(b.PtrAdd(inv, cols), b.Div(1, scale), cols.Lt(k).And(pm.Eq(0)))
 }

@@ -5,7 +5,7 @@ import "github.com/fp8gen/fp8gen/ir"
 // dualRowBlock is the cast's row block: the bottom one first, since the
 // amax pass reads the bottom of x last and the L2 may still hold it.
 func dualRowBlock(b *ir.Builder) *ir.Value {
-	return b.Sub(b.Sub(b.NumPrograms(1), 1), b.ProgramID(1)).Named("pm")
+	return b.NumPrograms(1).Sub(1).Sub(b.ProgramID(1)).Named("pm")
 }
 
 // storeRows writes the fp8 tile v of program (pm, pk) into q ([M, K],
@@ -14,24 +14,24 @@ func dualRowBlock(b *ir.Builder) *ir.Value {
 // takes the layout it wants.
 func storeRows(b *ir.Builder, c *Call, q, v, pm, pk, m, k *ir.Value) {
 	rows, cols := tileRows(b, c, pm), tileCols(b, c, pk)
-	offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-	b.Store(b.PtrAdd(q, offs), v, b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))))
+	offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
+	b.Store(b.PtrAdd(q, offs), v, rows.Lt(m).Col().And(cols.Lt(k).Row()))
 }
 
 func storeTransposed(b *ir.Builder, c *Call, qt, vt, pm, pk, m, k *ir.Value) {
 	rows, cols := tileRows(b, c, pm), tileCols(b, c, pk)
-	offsT := b.Add(b.Mul(b.Col(cols), m), b.Row(rows)).Named("offs_t")
-	maskT := b.And(b.Col(b.Lt(cols, k)), b.Row(b.Lt(rows, m))).Named("mask_t")
-	b.Store(b.PtrAdd(qt, offsT), b.Trans(vt), maskT) // [BLOCK_K, BLOCK_M], coalesced along M
+	offsT := cols.Col().Mul(m).Add(rows.Row()).Named("offs_t")
+	maskT := cols.Lt(k).Col().And(rows.Lt(m).Row()).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offsT), vt.Trans(), maskT) // [BLOCK_K, BLOCK_M], coalesced along M
 }
 
 // tileRows and tileCols are the rows and columns of program (pm, pk)'s tile.
 func tileRows(b *ir.Builder, c *Call, pm *ir.Value) *ir.Value {
-	return b.Add(b.Mul(pm, c.Knob("BLOCK_M")), b.Arange(c.Knob("BLOCK_M"))).Named("rows")
+	return pm.Mul(c.Knob("BLOCK_M")).Add(b.Arange(c.Knob("BLOCK_M"))).Named("rows")
 }
 
 func tileCols(b *ir.Builder, c *Call, pk *ir.Value) *ir.Value {
-	return b.Add(b.Mul(pk, c.Knob("BLOCK_K")), b.Arange(c.Knob("BLOCK_K"))).Named("cols")
+	return pk.Mul(c.Knob("BLOCK_K")).Add(b.Arange(c.Knob("BLOCK_K"))).Named("cols")
 }
 
 func tensorCastTransposeKernel(b *ir.Builder, c *Call) {
@@ -43,10 +43,10 @@ func tensorCastTransposeKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	pk, pm := b.ProgramID(0), dualRowBlock(b)
 	scale := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
-	v := b.Cast(b.Mul(colTile(b, c, x, m, k, pm, pk), scale), ir.FP8(c.Format)).Named("q")
+	v := colTile(b, c, x, m, k, pm, pk).Mul(scale).Cast(ir.FP8(c.Format)).Named("q")
 	storeRows(b, c, q, v, pm, pk, m, k)
 	storeTransposed(b, c, qt, v, pm, pk, m, k)
-	b.Store(inv, b.Div(1, scale), b.And(b.Eq(pk, 0), b.Eq(pm, 0)))
+	b.Store(inv, b.Div(1, scale), pk.Eq(0).And(pm.Eq(0)))
 }
 
 // rowcolAmaxKernel: program (ps, pk) takes every SPLIT-th tile of column
@@ -60,20 +60,20 @@ func rowcolAmaxKernel(b *ir.Builder, c *Call) {
 	amaxCol := b.Param("amax_col", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
 	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
-	cols := b.Add(b.Mul(b.ProgramID(1), bk), b.Arange(bk)).Named("cols")
-	start := b.Mul(b.ProgramID(0), bm).Named("m_start")
+	cols := b.ProgramID(1).Mul(bk).Add(b.Arange(bk)).Named("cols")
+	start := b.ProgramID(0).Mul(bm).Named("m_start")
 	acc := b.For(start, m, bm*c.Knob("SPLIT"), []*ir.Value{b.Full(ir.F32, 0, bm, bk).Named("amax_cols")}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
-		r0 = b.MultipleOf(r0, bm)
-		rows := b.Add(r0, b.Arange(bm)).Named("rows")
-		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(b.Lt(rows, m)), b.Row(b.Lt(cols, k))).Named("mask")
-		a := b.Abs(loadF32(b, x, offs, mask)).Named("ax")
+		r0 = r0.MultipleOf(bm)
+		rows := r0.Add(b.Arange(bm)).Named("rows")
+		offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
+		mask := rows.Lt(m).Col().And(cols.Lt(k).Row()).Named("mask")
+		a := loadF32(b, x, offs, mask).Abs().Named("ax")
 		// Relaxed is enough: the cast kernel reads the amaxes after this launch ends.
-		b.AtomicMax(b.PtrAdd(amaxRow, rows), b.Reduce(a, 1, ir.RMax).Named("amax_rows"), b.Lt(rows, m), ir.Relaxed, ir.ScopeAgent)
-		return []*ir.Value{b.Max(acc[0], a)}
+		b.AtomicMax(b.PtrAdd(amaxRow, rows), a.Reduce(1, ir.RMax).Named("amax_rows"), rows.Lt(m), ir.Relaxed, ir.ScopeAgent)
+		return []*ir.Value{acc[0].Max(a)}
 	})
-	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
-	b.AtomicMax(b.PtrAdd(amaxCol, cols), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+	part := acc[0].Reduce(0, ir.RMax).Named("amax_part")
+	b.AtomicMax(b.PtrAdd(amaxCol, cols), part, cols.Lt(k), ir.Relaxed, ir.ScopeAgent)
 }
 
 func rowcolCastKernel(b *ir.Builder, c *Call) {
@@ -87,16 +87,16 @@ func rowcolCastKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	pk, pm := b.ProgramID(0), dualRowBlock(b)
 	rows, cols := tileRows(b, c, pm), tileCols(b, c, pk)
-	rowOK, colOK := b.Lt(rows, m).Named("row_ok"), b.Lt(cols, k).Named("col_ok")
+	rowOK, colOK := rows.Lt(m).Named("row_ok"), cols.Lt(k).Named("col_ok")
 	sr := scaleOf(b, b.Load(b.PtrAdd(amaxRow, rows), rowOK, nil).Named("amax_r"), c).Named("scale_r")
 	sc := scaleOf(b, b.Load(b.PtrAdd(amaxCol, cols), colOK, nil).Named("amax_c"), c).Named("scale_c")
 	xf := colTile(b, c, x, m, k, pm, pk)
 	fp8 := ir.FP8(c.Format)
-	b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), b.And(rowOK, b.Eq(pk, 0)))
-	b.Store(b.PtrAdd(invCol, cols), b.Div(1, sc), b.And(colOK, b.Eq(pm, 0)))
+	b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), rowOK.And(pk.Eq(0)))
+	b.Store(b.PtrAdd(invCol, cols), b.Div(1, sc), colOK.And(pm.Eq(0)))
 	// q from the row scales, qt from the column scales: the same tile of x.
-	storeRows(b, c, q, b.Cast(b.Mul(xf, b.Col(sr)), fp8).Named("q"), pm, pk, m, k)
-	storeTransposed(b, c, qt, b.Cast(b.Mul(xf, b.Row(sc)), fp8).Named("qt"), pm, pk, m, k)
+	storeRows(b, c, q, xf.Mul(sr.Col()).Cast(fp8).Named("q"), pm, pk, m, k)
+	storeTransposed(b, c, qt, xf.Mul(sc.Row()).Cast(fp8).Named("qt"), pm, pk, m, k)
 }
 
 // groupedRowcolAmaxKernel is grouped_colwise_cast's two-pass amax with
@@ -113,18 +113,18 @@ func groupedRowcolAmaxKernel(b *ir.Builder, c *Call) {
 	lo, hi, bad := groupRows(b, c, offsets, t, ne)
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad.And(groupedPID(b, c, axisCol).Eq(0).And(groupedPID(b, c, axisSplit).Eq(0))), ir.Relaxed, ir.ScopeAgent)
 	acc := groupTilesOfX(b, c, x, lo, hi, k, false, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_cols")},
 		func(t0, xf *ir.Value, acc []*ir.Value) []*ir.Value {
-			a := b.Abs(xf).Named("ax")
+			a := xf.Abs().Named("ax")
 			rows, ok := groupedRows(b, c, t0, lo, hi)
 			// Relaxed is enough: the cast kernel reads the amaxes after this launch ends.
-			b.AtomicMax(b.PtrAdd(amaxRow, rows), b.Reduce(a, 1, ir.RMax).Named("amax_rows"), ok, ir.Relaxed, ir.ScopeAgent)
-			return []*ir.Value{b.Max(acc[0], a)}
+			b.AtomicMax(b.PtrAdd(amaxRow, rows), a.Reduce(1, ir.RMax).Named("amax_rows"), ok, ir.Relaxed, ir.ScopeAgent)
+			return []*ir.Value{acc[0].Max(a)}
 		})
-	part := b.Reduce(acc[0], 0, ir.RMax).Named("amax_part")
+	part := acc[0].Reduce(0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
-	b.AtomicMax(b.PtrAdd(amaxCol, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(b.PtrAdd(amaxCol, g.Mul(k).Add(cols)), part, cols.Lt(k), ir.Relaxed, ir.ScopeAgent)
 }
 
 // groupedRowcolCastKernel is grouped_colwise_cast's two-pass cast that
@@ -142,19 +142,19 @@ func groupedRowcolCastKernel(b *ir.Builder, c *Call) {
 	g := groupedPID(b, c, axisGroup)
 	lo, hi, _ := groupRows(b, c, offsets, t, ne)
 	cols := groupedCols(b, c)
-	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
-	sc := scaleOf(b, b.Load(b.PtrAdd(amaxCol, scols), b.Lt(cols, k), nil).Named("amax_c"), c).Named("scale_c")
-	firstCol := b.Eq(groupedPID(b, c, axisCol), 0)
+	scols := g.Mul(k).Add(cols).Named("scale_offs")
+	sc := scaleOf(b, b.Load(b.PtrAdd(amaxCol, scols), cols.Lt(k), nil).Named("amax_c"), c).Named("scale_c")
+	firstCol := groupedPID(b, c, axisCol).Eq(0)
 	groupTilesOfX(b, c, x, lo, hi, k, false, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
 		rows, ok := groupedRows(b, c, t0, lo, hi)
 		sr := scaleOf(b, b.Load(b.PtrAdd(amaxRow, rows), ok, nil).Named("amax_r"), c).Named("scale_r")
-		b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), b.And(ok, firstCol))
+		b.Store(b.PtrAdd(invRow, rows), b.Div(1, sr), ok.And(firstCol))
 		rowsQ, okQ := groupedRows(b, c, t0, lo, hi)
 		colsQ := groupedCols(b, c)
-		offs := b.Add(b.Mul(b.Col(rowsQ), k), b.Row(colsQ)).Named("offs")
-		b.Store(b.PtrAdd(q, offs), b.Cast(b.Mul(xf, b.Col(sr)), ir.FP8(c.Format)).Named("q"), b.And(b.Col(okQ), b.Row(b.Lt(colsQ, k))))
+		offs := rowsQ.Col().Mul(k).Add(colsQ.Row()).Named("offs")
+		b.Store(b.PtrAdd(q, offs), xf.Mul(sr.Col()).Cast(ir.FP8(c.Format)).Named("q"), okQ.Col().And(colsQ.Lt(k).Row()))
 		groupedStoreTile(b, c, qt, lo, hi, t, k, t0, xf, sc)
 		return nil
 	})
-	b.Store(b.PtrAdd(invCol, scols), b.Div(1, sc), b.And(b.Lt(cols, k), b.Eq(groupedPID(b, c, axisSplit), 0)))
+	b.Store(b.PtrAdd(invCol, scols), b.Div(1, sc), cols.Lt(k).And(groupedPID(b, c, axisSplit).Eq(0)))
 }

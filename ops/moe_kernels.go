@@ -13,19 +13,19 @@ func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, m
 	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
 	ex := b.ProgramID(2)
 	if k0 == nil {
-		k0 = b.Mul(b.ProgramID(1), bk)
+		k0 = b.ProgramID(1).Mul(bk)
 	}
-	rows = b.Add(k0, b.Arange(bk)).Named("rows")
-	cols = b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
-	offs = b.Add(b.Mul(b.Add(b.Mul(ex, k), b.Col(rows)), n), b.Row(cols)).Named("offs")
-	mask = b.And(b.Col(b.Lt(rows, k)), b.Row(b.Lt(cols, n))).Named("mask")
+	rows = k0.Add(b.Arange(bk)).Named("rows")
+	cols = b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
+	offs = ex.Mul(k).Add(rows.Col()).Mul(n).Add(cols.Row()).Named("offs")
+	mask = rows.Lt(k).Col().And(cols.Lt(n).Row()).Named("mask")
 	return rows, cols, offs, mask
 }
 
 // expertAmaxRows is the loop of the tiles of column block cols of w[ex]
 // from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
 func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
-	return amaxDown(b, w, b.Mul(ex, k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"), c.Knob("PREFETCH") == 1, nil)
+	return amaxDown(b, w, ex.Mul(k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"), c.Knob("PREFETCH") == 1, nil)
 }
 
 // expertAmaxKernel: program (pn, ps, e) takes every SPLIT-th tile of
@@ -41,12 +41,12 @@ func expertAmaxKernel(b *ir.Builder, c *Call) {
 	k, n := b.Size("K"), b.Size("N")
 	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
 	ex := b.ProgramID(2)
-	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
-	start := b.Mul(b.ProgramID(1), bk).Named("k_start")
-	part := b.Reduce(expertAmaxRows(b, c, w, k, n, ex, cols, start, bk*c.Knob("SPLIT")), 0, ir.RMax).Named("amax_part")
-	cols = b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
+	cols := b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
+	start := b.ProgramID(1).Mul(bk).Named("k_start")
+	part := expertAmaxRows(b, c, w, k, n, ex, cols, start, bk*c.Knob("SPLIT")).Reduce(0, ir.RMax).Named("amax_part")
+	cols = b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
-	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(b.ProgramID(2), n), cols)), part, b.Lt(cols, n), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(b.PtrAdd(amax, b.ProgramID(2).Mul(n).Add(cols)), part, cols.Lt(n), ir.Relaxed, ir.ScopeAgent)
 }
 
 func expertCastKernel(b *ir.Builder, c *Call) {
@@ -57,11 +57,11 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 	k, n := b.Size("K"), b.Size("N")
 	bn := c.Knob("BLOCK_N")
 	ex := b.ProgramID(2)
-	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
-	scols := b.Add(b.Mul(ex, n), cols).Named("scale_offs")
-	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, n), nil).Named("amax"), c)
+	cols := b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
+	scols := ex.Mul(n).Add(cols).Named("scale_offs")
+	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), cols.Lt(n), nil).Named("amax"), c)
 	expertCastTile(b, c, w, q, k, n, ex, nil, scale)
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, n), b.Eq(b.ProgramID(1), 0)))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cols.Lt(n).And(b.ProgramID(1).Eq(0)))
 }
 
 // expertOutput is the fp8 output parameter: q[E,K,N] (layout=kn) or the
@@ -77,21 +77,21 @@ func expertOutput(b *ir.Builder, c *Call) *ir.Value {
 // the columns' scales and stores it to q, or transposed to qt (layout=nk).
 func expertCastTile(b *ir.Builder, c *Call, w, q, k, n, ex, k0, scale *ir.Value) {
 	_, _, offs, mask := expertTile(b, c, k, n, k0)
-	expertStoreTile(b, c, q, k, n, ex, k0, b.Mul(loadF32(b, w, offs, mask), b.Row(scale)))
+	expertStoreTile(b, c, q, k, n, ex, k0, loadF32(b, w, offs, mask).Mul(scale.Row()))
 }
 
 // expertStoreTile stores the scaled tile x (expertTile's from row k0) as
 // fp8 to q, or transposed to qt (layout=nk).
 func expertStoreTile(b *ir.Builder, c *Call, q, k, n, ex, k0, x *ir.Value) {
-	v := b.Cast(x, ir.FP8(c.Format)).Named("q")
+	v := x.Cast(ir.FP8(c.Format)).Named("q")
 	if c.Opt("layout") == "kn" {
 		_, _, offs, mask := expertTile(b, c, k, n, k0)
 		b.Store(b.PtrAdd(q, offs), v, mask)
 	} else {
 		rows, cols, _, _ := expertTile(b, c, k, n, k0)
-		offs := b.Add(b.Mul(b.Add(b.Mul(ex, n), b.Col(cols)), k), b.Row(rows)).Named("offs_t")
-		mask := b.And(b.Col(b.Lt(cols, n)), b.Row(b.Lt(rows, k))).Named("mask_t")
-		b.Store(b.PtrAdd(q, offs), b.Trans(v), mask) // [BLOCK_N, BLOCK_K], coalesced along K
+		offs := ex.Mul(n).Add(cols.Col()).Mul(k).Add(rows.Row()).Named("offs_t")
+		mask := cols.Lt(n).Col().And(rows.Lt(k).Row()).Named("mask_t")
+		b.Store(b.PtrAdd(q, offs), v.Trans(), mask) // [BLOCK_N, BLOCK_K], coalesced along K
 	}
 }
 
@@ -108,16 +108,16 @@ func expertFusedKernel(b *ir.Builder, c *Call) {
 	k, n := b.Size("K"), b.Size("N")
 	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
 	ex := b.ProgramID(2)
-	cols := b.Add(b.Mul(b.ProgramID(0), bn), b.Arange(bn)).Named("cols")
-	amax := b.Reduce(expertAmaxRows(b, c, w, k, n, ex, cols, b.Int(0), bk), 0, ir.RMax).Named("amax")
+	cols := b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
+	amax := expertAmaxRows(b, c, w, k, n, ex, cols, b.Int(0), bk).Reduce(0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
-	scols := b.Add(b.Mul(ex, n), cols).Named("scale_offs")
-	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, n)) // as the two-pass kernels leave it
+	scols := ex.Mul(n).Add(cols).Named("scale_offs")
+	b.Store(b.PtrAdd(amaxp, scols), amax, cols.Lt(n)) // as the two-pass kernels leave it
 	b.For(0, k, bk, nil, func(k0 *ir.Value, _ []*ir.Value) []*ir.Value {
-		expertCastTile(b, c, w, q, k, n, ex, b.MultipleOf(k0, bk), scale)
+		expertCastTile(b, c, w, q, k, n, ex, k0.MultipleOf(bk), scale)
 		return nil
 	})
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, n))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cols.Lt(n))
 }
 
 // The grid axes of the grouped kernels' programs: column block, group,
@@ -149,13 +149,13 @@ func groupRows(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (lo, hi, bad *i
 
 // groupRowsOf is groupRows for group g.
 func groupRowsOf(b *ir.Builder, offsets, t, ne, g *ir.Value) (lo, hi, bad *ir.Value) {
-	first := b.Eq(g, 0)
-	prev := b.Where(first, b.Int(0), b.Sub(g, 1)) // no address before offsets, even masked
-	loRaw := b.Index(b.Load(b.PtrAdd(offsets, prev), b.Gt(g, 0), 0)).Named("lo_raw")
+	first := g.Eq(0)
+	prev := b.Where(first, b.Int(0), g.Sub(1)) // no address before offsets, even masked
+	loRaw := b.Index(b.Load(b.PtrAdd(offsets, prev), g.Gt(0), 0)).Named("lo_raw")
 	hiRaw := b.Index(b.Load(b.PtrAdd(offsets, g), nil, nil)).Named("hi_raw")
-	lo = b.Min(b.Max(loRaw, 0), t).Named("lo")
-	hi = b.Min(b.Max(hiRaw, lo), t).Named("hi")
-	bad = b.Or(b.Or(b.Lt(loRaw, 0), b.Lt(hiRaw, loRaw)), b.Or(b.Gt(hiRaw, t), b.And(b.Eq(g, b.Sub(ne, 1)), b.Ne(hiRaw, t)))).Named("bad")
+	lo = loRaw.Max(0).Min(t).Named("lo")
+	hi = hiRaw.Max(lo).Min(t).Named("hi")
+	bad = loRaw.Lt(0).Or(hiRaw.Lt(loRaw)).Or(hiRaw.Gt(t).Or(g.Eq(ne.Sub(1)).And(hiRaw.Ne(t)))).Named("bad")
 	return lo, hi, bad
 }
 
@@ -165,13 +165,13 @@ func groupRowsOf(b *ir.Builder, offsets, t, ne, g *ir.Value) (lo, hi, bad *ir.Va
 // byRows every tile.
 func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *ir.Value, step int) {
 	bt, split := c.Knob("BLOCK_T"), c.Knob("SPLIT")
-	start = b.Mul(b.Div(lo, bt), bt)
+	start = lo.Div(bt).Mul(bt)
 	if byRows {
 		split = 1
 	} else {
-		start = b.Add(start, b.Mul(groupedPID(b, c, axisSplit), bt))
+		start = start.Add(groupedPID(b, c, axisSplit).Mul(bt))
 	}
-	return b.MultipleOf(start.Named("t_start"), bt), bt * split
+	return start.Named("t_start").MultipleOf(bt), bt * split
 }
 
 // groupTilesOfX runs body over the tiles of rows [lo, hi) this program
@@ -193,13 +193,13 @@ func groupTilesFrom(b *ir.Builder, c *Call, x, lo, hi, k, start *ir.Value, step,
 			rows = rowsWithin(b, rows, hi)
 		}
 		cols := groupedCols(b, c)
-		offs := b.Add(b.Mul(b.Col(rows), k), b.Row(cols)).Named("offs")
-		mask := b.And(b.Col(rmask), b.Row(b.Lt(cols, k))).Named("mask")
+		offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
+		mask := rmask.Col().And(cols.Lt(k).Row()).Named("mask")
 		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
 	return tileLoop(b, start, hi, step, align, c.Knob("PREFETCH") == 1, load, inits,
 		func(t0, tile *ir.Value, carried []*ir.Value) []*ir.Value {
-			return body(t0, b.Cast(tile, ir.F32).Named("xf"), carried)
+			return body(t0, tile.Cast(ir.F32).Named("xf"), carried)
 		})
 }
 
@@ -207,13 +207,13 @@ func groupTilesFrom(b *ir.Builder, c *Call, x, lo, hi, k, start *ir.Value, step,
 // [lo, hi): built afresh for each access, so that each takes the layout
 // its access wants.
 func groupedRows(b *ir.Builder, c *Call, t0, lo, hi *ir.Value) (rows, ok *ir.Value) {
-	rows = b.Add(t0, b.Arange(c.Knob("BLOCK_T"))).Named("rows")
-	return rows, b.And(b.Ge(rows, lo), b.Lt(rows, hi)).Named("row_ok")
+	rows = t0.Add(b.Arange(c.Knob("BLOCK_T"))).Named("rows")
+	return rows, rows.Ge(lo).And(rows.Lt(hi)).Named("row_ok")
 }
 
 func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 	bk := c.Knob("BLOCK_K")
-	return b.Add(b.Mul(groupedPID(b, c, axisCol), bk), b.Arange(bk)).Named("cols")
+	return groupedPID(b, c, axisCol).Mul(bk).Add(b.Arange(bk)).Named("cols")
 }
 
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
@@ -221,7 +221,7 @@ func groupedCols(b *ir.Builder, c *Call) *ir.Value {
 func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool) *ir.Value {
 	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
 		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
-			return []*ir.Value{b.Max(acc[0], b.Abs(xf))}
+			return []*ir.Value{acc[0].Max(xf.Abs())}
 		})
 	return acc[0]
 }
@@ -236,11 +236,11 @@ func groupedAmaxKernel(b *ir.Builder, c *Call) {
 	lo, hi, bad := groupRows(b, c, offsets, t, ne)
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))), ir.Relaxed, ir.ScopeAgent)
-	part := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax_part")
+	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad.And(groupedPID(b, c, axisCol).Eq(0).And(groupedPID(b, c, axisSplit).Eq(0))), ir.Relaxed, ir.ScopeAgent)
+	part := groupedAmaxRows(b, c, x, lo, hi, k, false).Reduce(0, ir.RMax).Named("amax_part")
 	cols := groupedCols(b, c)
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
-	b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(b.PtrAdd(amax, g.Mul(k).Add(cols)), part, cols.Lt(k), ir.Relaxed, ir.ScopeAgent)
 }
 
 func groupedCastKernel(b *ir.Builder, c *Call) {
@@ -253,10 +253,10 @@ func groupedCastKernel(b *ir.Builder, c *Call) {
 	g := groupedPID(b, c, axisGroup)
 	lo, hi, _ := groupRows(b, c, offsets, t, ne)
 	cols := groupedCols(b, c)
-	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
-	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c)
+	scols := g.Mul(k).Add(cols).Named("scale_offs")
+	scale := scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), cols.Lt(k), nil).Named("amax"), c)
 	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.And(b.Lt(cols, k), b.Eq(groupedPID(b, c, axisSplit), 0)))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cols.Lt(k).And(groupedPID(b, c, axisSplit).Eq(0)))
 }
 
 // groupedCastRows casts the program's tiles of its group's rows [lo, hi)
@@ -271,12 +271,12 @@ func groupedCastRows(b *ir.Builder, c *Call, x, qt, lo, hi, t, k, scale *ir.Valu
 // groupedStoreTile casts the tile xf of rows from t0 by the columns'
 // scales and stores its rows in [lo, hi) transposed.
 func groupedStoreTile(b *ir.Builder, c *Call, qt, lo, hi, t, k, t0, xf, scale *ir.Value) {
-	q := b.Cast(b.Mul(xf, b.Row(scale)), ir.FP8(c.Format)).Named("q")
+	q := xf.Mul(scale.Row()).Cast(ir.FP8(c.Format)).Named("q")
 	rows2, rmask2 := groupedRows(b, c, t0, lo, hi)
 	cols2 := groupedCols(b, c)
-	offsT := b.Add(b.Mul(b.Col(cols2), t), b.Row(rows2)).Named("offs_t")
-	maskT := b.And(b.Col(b.Lt(cols2, k)), b.Row(rmask2)).Named("mask_t")
-	b.Store(b.PtrAdd(qt, offsT), b.Trans(q), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
+	offsT := cols2.Col().Mul(t).Add(rows2.Row()).Named("offs_t")
+	maskT := cols2.Lt(k).Col().And(rmask2.Row()).Named("mask_t")
+	b.Store(b.PtrAdd(qt, offsT), q.Trans(), maskT) // [BLOCK_K, BLOCK_T], coalesced along T
 }
 
 // groupedFusedStart declares a fused kernel's arguments (FUSED=1 or 2)
@@ -292,7 +292,7 @@ func groupedFusedStart(b *ir.Builder, c *Call) (x, qt, inv, amax, t, k, g, lo, h
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
 	g = groupedPID(b, c, axisGroup)
 	lo, hi, bad := groupRows(b, c, offsets, t, ne)
-	b.AtomicMax(status, b.Cast(b.Sub(ne, g), ir.I32), b.And(bad, b.Eq(groupedPID(b, c, axisCol), 0)), ir.Relaxed, ir.ScopeAgent)
+	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad.And(groupedPID(b, c, axisCol).Eq(0)), ir.Relaxed, ir.ScopeAgent)
 	return x, qt, inv, amax, t, k, g, lo, hi
 }
 
@@ -304,13 +304,13 @@ func groupedFusedStart(b *ir.Builder, c *Call) (x, qt, inv, amax, t, k, g, lo, h
 // the two-pass kernels' (the tune decides).
 func groupedFusedKernel(b *ir.Builder, c *Call) {
 	x, qt, inv, amaxp, t, k, g, lo, hi := groupedFusedStart(b, c)
-	amax := b.Reduce(groupedAmaxRows(b, c, x, lo, hi, k, false), 0, ir.RMax).Named("amax")
+	amax := groupedAmaxRows(b, c, x, lo, hi, k, false).Reduce(0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
 	cols := groupedCols(b, c)
-	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
-	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
+	scols := g.Mul(k).Add(cols).Named("scale_offs")
+	b.Store(b.PtrAdd(amaxp, scols), amax, cols.Lt(k)) // as the two-pass kernels leave it
 	groupedCastRows(b, c, x, qt, lo, hi, t, k, scale, false)
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cols.Lt(k))
 }
 
 // groupedHeldKernel is the fused kernel holding its group's first rows
@@ -331,36 +331,36 @@ func groupedHeldKernel(b *ir.Builder, c *Call) {
 	bt, tiles := c.Knob("BLOCK_T"), c.Knob("HOLD")
 	held := bt * tiles
 	// Rows from a multiple of 16, so that qt's stores start on vectors.
-	start := b.MultipleOf(b.Mul(b.Div(lo, 16), 16).Named("t_start"), 16)
-	rows := b.Add(start, b.Arange(held)).Named("held_rows")
+	start := lo.Div(16).Mul(16).Named("t_start").MultipleOf(16)
+	rows := start.Add(b.Arange(held)).Named("held_rows")
 	cols := groupedCols(b, c)
-	st := b.Stage(b.PtrAdd(x, b.Add(b.Mul(b.Col(rows), k), b.Row(cols))),
-		b.And(b.Col(b.And(b.Ge(rows, lo), b.Lt(rows, hi))), b.Row(b.Lt(cols, k)))).Named("x_held")
-	rest := b.MultipleOf(b.Add(start, held).Named("rest_start"), 16)
+	st := b.Stage(b.PtrAdd(x, rows.Col().Mul(k).Add(cols.Row())),
+		rows.Ge(lo).And(rows.Lt(hi)).Col().And(cols.Lt(k).Row())).Named("x_held")
+	rest := start.Add(held).Named("rest_start").MultipleOf(16)
 	acc := groupTilesFrom(b, c, x, lo, hi, k, rest, bt, 16, []*ir.Value{b.Full(ir.F32, 0, bt, c.Knob("BLOCK_K")).Named("amax_part")},
 		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
-			return []*ir.Value{b.Max(acc[0], b.Abs(xf))}
+			return []*ir.Value{acc[0].Max(xf.Abs())}
 		})[0]
 	// The held rows' amax from LDS (zeros where masked), after the rest's
 	// loop so that their copy had its time.
 	for h := 0; h < tiles; h++ {
-		acc = b.Max(acc, b.Abs(b.Cast(b.Unstage(st, h*bt, bt), ir.F32)))
+		acc = acc.Max(b.Unstage(st, h*bt, bt).Cast(ir.F32).Abs())
 	}
-	amax := b.Reduce(acc, 0, ir.RMax).Named("amax")
+	amax := acc.Reduce(0, ir.RMax).Named("amax")
 	scale := scaleOf(b, amax, c)
-	scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
-	b.Store(b.PtrAdd(amaxp, scols), amax, b.Lt(cols, k)) // as the two-pass kernels leave it
+	scols := g.Mul(k).Add(cols).Named("scale_offs")
+	b.Store(b.PtrAdd(amaxp, scols), amax, cols.Lt(k)) // as the two-pass kernels leave it
 	for h := 0; h < tiles; h++ {
-		t0 := b.MultipleOf(b.Add(start, h*bt), 16)
-		b.If(b.Lt(t0, hi), func() { // a group shorter than the held rows stores nothing past its end
-			groupedStoreTile(b, c, qt, lo, hi, t, k, t0, b.Cast(b.Unstage(st, h*bt, bt), ir.F32).Named("xf"), scale)
+		t0 := start.Add(h * bt).MultipleOf(16)
+		b.If(t0.Lt(hi), func() { // a group shorter than the held rows stores nothing past its end
+			groupedStoreTile(b, c, qt, lo, hi, t, k, t0, b.Unstage(st, h*bt, bt).Cast(ir.F32).Named("xf"), scale)
 		})
 	}
 	groupTilesFrom(b, c, x, lo, hi, k, rest, bt, 16, nil, func(t0, xf *ir.Value, _ []*ir.Value) []*ir.Value {
 		groupedStoreTile(b, c, qt, lo, hi, t, k, t0, xf, scale)
 		return nil
 	})
-	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(cols, k))
+	b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), cols.Lt(k))
 }
 
 // The by-rows kernels (BY_ROWS=1): the program of column block pk and range
@@ -375,9 +375,9 @@ func groupedHeldKernel(b *ir.Builder, c *Call) {
 // x's tiles, cdiv(cdiv(T, BLOCK_T), SPLIT) of them (none past the end).
 func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
 	bt := c.Knob("BLOCK_T")
-	per := b.Mul(b.CDiv(b.CDiv(t, bt), c.Knob("SPLIT")), bt).Named("range_rows")
-	r0 = b.Min(b.Mul(groupedPID(b, c, axisSplit), per), t).Named("row0")
-	r1 = b.Min(b.Add(r0, per), t).Named("row1")
+	per := t.CDiv(bt).CDiv(c.Knob("SPLIT")).Mul(bt).Named("range_rows")
+	r0 = groupedPID(b, c, axisSplit).Mul(per).Min(t).Named("row0")
+	r1 = r0.Add(per).Min(t).Named("row1")
 	return r0, r1
 }
 
@@ -385,10 +385,10 @@ func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
 // (T past E, where no group is) and its start.
 func groupedOffsets(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (gs, lo, hi *ir.Value) {
 	gs = b.Arange(c.Knob("BLOCK_E")).Named("groups")
-	in := b.Lt(gs, ne)
+	in := gs.Lt(ne)
 	hi = b.Where(in, b.Index(b.Load(b.PtrAdd(offsets, gs), in, 0)), t).Named("ends")
-	prev := b.Where(b.Eq(gs, 0), b.Int(0), b.Sub(gs, 1)) // no address before offsets, even masked
-	lo = b.Index(b.Load(b.PtrAdd(offsets, prev), b.And(in, b.Gt(gs, 0)), 0)).Named("starts")
+	prev := b.Where(gs.Eq(0), b.Int(0), gs.Sub(1)) // no address before offsets, even masked
+	lo = b.Index(b.Load(b.PtrAdd(offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
 	return gs, lo, hi
 }
 
@@ -397,11 +397,11 @@ func groupedOffsets(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (gs, lo, h
 // ends at most r (no search).
 func groupsMet(b *ir.Builder, ends, ne, r0, r1 *ir.Value) (g0, g1 *ir.Value) {
 	count := func(r *ir.Value) *ir.Value {
-		return b.Reduce(b.Where(b.Le(ends, r), b.Int(1), b.Int(0)), 0, ir.RSum)
+		return b.Where(ends.Le(r), b.Int(1), b.Int(0)).Reduce(0, ir.RSum)
 	}
-	g0 = b.Min(count(r0), ne).Named("g0")
-	last := b.Min(b.Add(count(b.Sub(r1, 1)), 1), ne)
-	g1 = b.Where(b.Lt(r0, r1), last, g0).Named("g1")
+	g0 = count(r0).Min(ne).Named("g0")
+	last := count(r1.Sub(1)).Add(1).Min(ne)
+	g1 = b.Where(r0.Lt(r1), last, g0).Named("g1")
 	return g0, g1
 }
 
@@ -413,18 +413,18 @@ func groupedAmaxByRowsKernel(b *ir.Builder, c *Call) {
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
 	// Program 0 reports the first bad group, E - g, as grouped_amax does.
 	gs, lo, hi := groupedOffsets(b, c, offsets, t, ne)
-	bad := b.Or(b.Or(b.Lt(lo, 0), b.Lt(hi, lo)), b.Or(b.Gt(hi, t), b.And(b.Eq(gs, b.Sub(ne, 1)), b.Ne(hi, t))))
-	worst := b.Reduce(b.Where(b.And(bad, b.Lt(gs, ne)), b.Sub(ne, gs), b.Int(0)), 0, ir.RMax).Named("worst")
-	first := b.And(b.Eq(groupedPID(b, c, axisCol), 0), b.Eq(groupedPID(b, c, axisSplit), 0))
-	b.AtomicMax(status, b.Cast(worst, ir.I32), b.And(first, b.Gt(worst, 0)), ir.Relaxed, ir.ScopeAgent)
+	bad := lo.Lt(0).Or(hi.Lt(lo)).Or(hi.Gt(t).Or(gs.Eq(ne.Sub(1)).And(hi.Ne(t))))
+	worst := b.Where(bad.And(gs.Lt(ne)), ne.Sub(gs), b.Int(0)).Reduce(0, ir.RMax).Named("worst")
+	first := groupedPID(b, c, axisCol).Eq(0).And(groupedPID(b, c, axisSplit).Eq(0))
+	b.AtomicMax(status, worst.Cast(ir.I32), first.And(worst.Gt(0)), ir.Relaxed, ir.ScopeAgent)
 	r0, r1 := groupedRange(b, c, t)
 	g0, g1 := groupsMet(b, hi, ne, r0, r1)
 	b.For(g0, g1, 1, nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		glo, ghi, _ := groupRowsOf(b, offsets, t, ne, g)
-		part := b.Reduce(groupedAmaxRows(b, c, x, b.Max(glo, r0), b.Min(ghi, r1), k, true), 0, ir.RMax).Named("amax_part")
+		part := groupedAmaxRows(b, c, x, glo.Max(r0), ghi.Min(r1), k, true).Reduce(0, ir.RMax).Named("amax_part")
 		cols := groupedCols(b, c)
 		// Relaxed is enough: the cast kernel reads amax after this launch ends.
-		b.AtomicMax(b.PtrAdd(amax, b.Add(b.Mul(g, k), cols)), part, b.Lt(cols, k), ir.Relaxed, ir.ScopeAgent)
+		b.AtomicMax(b.PtrAdd(amax, g.Mul(k).Add(cols)), part, cols.Lt(k), ir.Relaxed, ir.ScopeAgent)
 		return nil
 	})
 }
@@ -441,20 +441,20 @@ func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
 	g0, g1 := groupsMet(b, ends, ne, r0, r1)
 	scaleOfGroup := func(g *ir.Value) (*ir.Value, *ir.Value) {
 		cols := groupedCols(b, c)
-		scols := b.Add(b.Mul(g, k), cols).Named("scale_offs")
-		return scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), b.Lt(cols, k), nil).Named("amax"), c), scols
+		scols := g.Mul(k).Add(cols).Named("scale_offs")
+		return scaleOf(b, b.Load(b.PtrAdd(amaxp, scols), cols.Lt(k), nil).Named("amax"), c), scols
 	}
 	b.For(g0, g1, 1, nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		glo, ghi, _ := groupRowsOf(b, offsets, t, ne, g)
 		scale, _ := scaleOfGroup(g)
-		groupedCastRows(b, c, x, qt, b.Max(glo, r0), b.Min(ghi, r1), t, k, scale, true)
+		groupedCastRows(b, c, x, qt, glo.Max(r0), ghi.Min(r1), t, k, scale, true)
 		return nil
 	})
 	// Every group's inv_scale, empty ones too (which no range meets): each
 	// program those of every SPLIT-th group from its own.
 	b.For(groupedPID(b, c, axisSplit), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		scale, scols := scaleOfGroup(g)
-		b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), b.Lt(groupedCols(b, c), k))
+		b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), groupedCols(b, c).Lt(k))
 		return nil
 	})
 }

@@ -100,23 +100,23 @@ func (k *swiglu) loadHalves(t swigluRows) []*ir.Value {
 func (k *swiglu) rowLoop(inits []*ir.Value, body func(t swigluRows, halves, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	b, c := k.b, k.c
 	nr := c.Knob("ROWS")
-	r0 := b.Mul(b.ProgramID(0), nr)
+	r0 := b.ProgramID(0).Mul(nr)
 	if c.Knob("PER_CU") == 0 {
 		t := k.rowsAt(r0, false)
 		return body(t, k.loadHalves(t), inits)
 	}
-	rn, step := k.rn, b.Mul(b.NumPrograms(0), nr).Named("step")
+	rn, step := k.rn, b.NumPrograms(0).Mul(nr).Named("step")
 	if c.Knob("PREFETCH") == 0 {
 		return b.For(r0, rn, step, inits, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
-			t := k.rowsAt(b.MultipleOf(r0, nr), false)
+			t := k.rowsAt(r0.MultipleOf(nr), false)
 			return body(t, k.loadHalves(t), carried)
 		})
 	}
-	first := k.loadHalves(k.rowsAt(b.MultipleOf(r0, nr), true))
+	first := k.loadHalves(k.rowsAt(r0.MultipleOf(nr), true))
 	n := len(first)
 	out := b.For(r0, rn, step, append(first, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		r0 = b.MultipleOf(r0, nr)
-		next := k.loadHalves(k.rowsAt(b.MultipleOf(b.Add(r0, step), nr), true))
+		r0 = r0.MultipleOf(nr)
+		next := k.loadHalves(k.rowsAt(r0.Add(step).MultipleOf(nr), true))
 		return append(next, body(k.rowsAt(r0, false), carried[:n], carried[n:])...)
 	})
 	return out[n:]
@@ -143,7 +143,7 @@ func (k *swiglu) prob(t swigluRows) *ir.Value {
 	if k.probs == nil {
 		return nil
 	}
-	return k.b.Col(k.b.Load(k.b.PtrAdd(k.probs, t.rows), t.ok, nil).Named("prob"))
+	return k.b.Load(k.b.PtrAdd(k.probs, t.rows), t.ok, nil).Named("prob").Col()
 }
 
 // rowAmax is max |y| along each row of the tiles.
@@ -189,7 +189,7 @@ func swigluKernel(b *ir.Builder, c *Call) {
 	k.declareSizes()
 	if quant == "tensorwise" {
 		scale = scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
-		b.Store(inv, b.Div(1, scale), b.Eq(b.ProgramID(0), 0))
+		b.Store(inv, b.Div(1, scale), b.ProgramID(0).Eq(0))
 	}
 	k.rowLoop(nil, func(t swigluRows, halves, _ []*ir.Value) []*ir.Value {
 		ys := k.y(t, halves)

@@ -579,15 +579,15 @@ var mutants = []mutant{
 	// ops: the kernels themselves.
 	{
 		file:   "ops/cast_kernels.go",
-		old:    "s := b.Div(b.FP8Max(c.Format), b.Max(amax, Eps))",
-		new:    "s := b.Div(b.FP8Max(c.Format), amax)",
+		old:    "s := b.FP8Max(c.Format).Div(amax.Max(Eps))",
+		new:    "s := b.FP8Max(c.Format).Div(amax)",
 		pkgs:   []string{"./ops"},
 		tests:  "TestOpsInterpMatchReference/sm_90/rowwise_cast",
 		reason: "the kernel's scale has no eps floor, so a zero row divides by zero",
 	},
 	{
 		file:   "ops/cast_kernels.go",
-		old:    "\tif c.Flag(\"pow2\") {\n\t\ts = b.Pow2Floor(s)\n\t}\n\treturn s.Named(\"scale\")",
+		old:    "\tif c.Flag(\"pow2\") {\n\t\ts = s.Pow2Floor()\n\t}\n\treturn s.Named(\"scale\")",
 		new:    "\treturn s.Named(\"scale\")",
 		pkgs:   []string{"./ops"},
 		tests:  "TestOpsInterpMatchReference/sm_90/rowwise_cast",
@@ -595,8 +595,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ops/cast_kernels.go",
-		old:    "tileLoop(b, r0, m, b.Mul(b.NumPrograms(0), nr), nr,",
-		new:    "tileLoop(b, r0, m, b.Mul(b.NumPrograms(0), 2*nr), nr,",
+		old:    "tileLoop(b, r0, m, b.NumPrograms(0).Mul(nr), nr,",
+		new:    "tileLoop(b, r0, m, b.NumPrograms(0).Mul(2*nr), nr,",
 		pkgs:   []string{"./ops"},
 		tests:  "TestRowwisePersistentTrips",
 		reason: "the persistent rowwise loop strides twice the rows its programs cover, skipping blocks",
@@ -612,16 +612,16 @@ var mutants = []mutant{
 	// runtime: what the CPU-only runtime tests hold.
 	{
 		file:   "ops/moe_kernels.go",
-		old:    "hi = b.Min(b.Max(hiRaw, lo), t).Named(\"hi\")",
-		new:    "hi = b.Max(hiRaw, lo).Named(\"hi\")",
+		old:    "hi = hiRaw.Max(lo).Min(t).Named(\"hi\")",
+		new:    "hi = hiRaw.Max(lo).Named(\"hi\")",
 		pkgs:   []string{"./ops"},
 		tests:  "^TestGroupedGarbageOffsets$",
 		reason: "a group's end row is not clamped to T, so garbage offsets read past x",
 	},
 	{
 		file:   "ops/moe_kernels.go",
-		old:    "b.Or(b.Gt(hiRaw, t), b.And(b.Eq(g, b.Sub(ne, 1)), b.Ne(hiRaw, t)))",
-		new:    "b.Gt(hiRaw, t)",
+		old:    "hiRaw.Gt(t).Or(g.Eq(ne.Sub(1)).And(hiRaw.Ne(t)))",
+		new:    "hiRaw.Gt(t)",
 		pkgs:   []string{"./ops"},
 		tests:  "^TestGroupedGarbageOffsets$",
 		reason: "the device status misses a last offset short of T",
