@@ -278,21 +278,12 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 }
 
 // atom reports whether v prints as an expression wherever it is used.
-func atom(v *ir.Value) bool {
-	switch v.Op {
-	case ir.OpConst, ir.OpRegConst, ir.OpTid, ir.OpParam, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms, ir.OpForResult:
-		return true
-	}
-	return false
-}
+func atom(v *ir.Value) bool { return cRules[v.Op].atom }
 
 // inlinable reports whether v, used once, may be written into its user.
 func inlinable(v *ir.Value) bool {
-	switch v.Op {
-	case ir.OpGatherRegs, ir.OpSplat:
-		return true
-	case ir.OpReduceRegs, ir.OpButterfly, ir.OpShflXor, ir.OpLoopVar:
-		return false
+	if in := cRules[v.Op].inline; in != 0 {
+		return in > 0
 	}
 	return v.Op.IsElementwise() && v.Op.Effect() == 0 && v.Op.HasResult()
 }
@@ -310,9 +301,7 @@ func cheap(v *ir.Value, depth int) bool {
 	}
 	switch d := v.Type.DType; {
 	case d.IsInt():
-		switch v.Op {
-		case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpAnd, ir.OpOr, ir.OpXor, ir.OpShl, ir.OpDiv, ir.OpRem, ir.OpCast:
-		default:
+		if !cRules[v.Op].cheap {
 			return false
 		}
 	case d.K == ir.KPtr:

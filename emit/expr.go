@@ -29,11 +29,6 @@ const (
 	precAtom   = 13 // names, calls, subscripts
 )
 
-var binPrec = map[ir.Op]int{
-	ir.OpAdd: precAdd, ir.OpSub: precAdd, ir.OpMul: precMul, ir.OpDiv: precMul, ir.OpRem: precMul,
-	ir.OpLt: precRel, ir.OpLe: precRel, ir.OpGt: precRel, ir.OpGe: precRel, ir.OpEq: precEq, ir.OpNe: precEq,
-}
-
 // val is operand a at register r, parenthesized if its precedence is below need.
 func (e *emitter) val(a *ir.Value, r string, need int) string {
 	if !e.inline[a] {
@@ -55,113 +50,183 @@ func (e *emitter) expr(v *ir.Value, r string) string {
 	return s
 }
 
-// exprP is the C expression of v at register r, with its precedence.
+// exprP is the C expression of v at register r, with its precedence: its
+// op's rule in cRules.
 func (e *emitter) exprP(v *ir.Value, r string) (string, int) {
 	e.printed[v] = true
-	a := func(i, need int) string { return e.val(v.Args[i], r, need) }
-	bin := func(op string, p int) (string, int) {
-		x, y := a(0, p), a(1, p+1)
-		if op == "+" && x == "0" {
-			return e.exprOf(v.Args[1], r)
-		}
-		if (op == "+" || op == "-") && y == "0" {
-			return e.exprOf(v.Args[0], r)
-		}
-		return x + " " + op + " " + y, p
+	if rule := cRules[v.Op]; rule.expr != nil {
+		return rule.expr(cx{e, v, r})
 	}
-	call := func(fn string, args ...string) (string, int) {
-		return fn + "(" + strings.Join(args, ", ") + ")", precAtom
+	panic("BUG: no C expression for " + v.Op.Name())
+}
+
+// cx is what a C rule reads: the emitter, the value and the register.
+type cx struct {
+	e *emitter
+	v *ir.Value
+	r string
+}
+
+// a is operand i, parenthesized below precedence need.
+func (c cx) a(i, need int) string { return c.e.val(c.v.Args[i], c.r, need) }
+
+// d is the first operand's element type.
+func (c cx) d() ir.DType { return c.v.Args[0].Type.DType }
+
+// f32 reports whether the first operand is f32.
+func (c cx) f32() bool { return c.d().K == ir.KF32 }
+
+// bin is "x op y" at precedence p, dropping an added or subtracted 0.
+func (c cx) bin(op string, p int) (string, int) {
+	x, y := c.a(0, p), c.a(1, p+1)
+	if op == "+" && x == "0" {
+		return c.e.exprOf(c.v.Args[1], c.r)
 	}
-	switch v.Op {
-	case ir.OpConst:
-		l := literal(v)
-		if strings.HasPrefix(l, "-") || strings.HasPrefix(l, "(") {
-			return l, precUnary
+	if (op == "+" || op == "-") && y == "0" {
+		return c.e.exprOf(c.v.Args[0], c.r)
+	}
+	return x + " " + op + " " + y, p
+}
+
+func call(fn string, args ...string) (string, int) {
+	return fn + "(" + strings.Join(args, ", ") + ")", precAtom
+}
+
+// cBinary is the rule of a C binary operator.
+func cBinary(op string, p int) func(cx) (string, int) {
+	return func(c cx) (string, int) { return c.bin(op, p) }
+}
+
+// logical is the rule of an operator whose bool form differs (&&, ||, !=).
+func logical(boolOp string, boolPrec int, op string, p int) func(cx) (string, int) {
+	return func(c cx) (string, int) {
+		if c.d().K == ir.KBool {
+			return c.bin(boolOp, boolPrec)
 		}
-		return l, precAtom
-	case ir.OpRegConst:
-		return e.regExpr(v.Type.DType, v.Consts(), r)
-	case ir.OpTid:
-		return "tid", precAtom
-	case ir.OpParam, ir.OpSize:
-		return e.name(v), precAtom
-	case ir.OpProgramID, ir.OpNumPrograms:
-		s := map[ir.Op]string{ir.OpProgramID: "blockIdx", ir.OpNumPrograms: "gridDim"}[v.Op] + "." + string("xyz"[v.Axis()])
-		if v.Type.DType == ir.I64 {
+		return c.bin(op, p)
+	}
+}
+
+// f32Call is the rule of an op that is fn on f32 (a prelude helper or an
+// intrinsic) and other on integers (an expression of the operand).
+func f32Call(fn string, other func(x string) (string, int)) func(cx) (string, int) {
+	return func(c cx) (string, int) {
+		if c.f32() {
+			return call(fn, c.a(0, 0))
+		}
+		return other(c.a(0, 0))
+	}
+}
+
+// cRule is what the emitter knows of an op: how its value prints as a C
+// expression and where that expression may be written. The table cRules
+// holds one an op (the emitter's column of the op table); an op without
+// expr is printed as a statement of its own.
+type cRule struct {
+	atom   bool // a name or a literal: written wherever it is used, never held in a variable
+	inline int8 // +1: may be written into its single user; −1: never; 0: if elementwise and pure
+	cheap  bool // integer index arithmetic recomputed at each use (cheap)
+	expr   func(c cx) (string, int)
+}
+
+// cRules is filled in init: its rules print operands, which reads it.
+var cRules map[ir.Op]cRule
+
+func init() {
+	progID := func(c cx) (string, int) {
+		s := map[ir.Op]string{ir.OpProgramID: "blockIdx", ir.OpNumPrograms: "gridDim"}[c.v.Op] + "." + string("xyz"[c.v.Axis()])
+		if c.v.Type.DType == ir.I64 {
 			return "(long long)" + s, precUnary
 		}
 		return "(int)" + s, precUnary
-	case ir.OpForResult:
-		_, carried := v.Args[0].ForVars()
-		return e.val(carried[v.Index()], r, precAtom), precAtom
-	case ir.OpSplat, ir.OpAssume:
-		return e.exprOf(v.Args[0], r)
-	case ir.OpGatherRegs:
-		m := make([]int64, len(v.RegMap()))
-		for i, s := range v.RegMap() {
-			m[i] = int64(s)
-		}
-		idx, _ := e.regExpr(ir.I32, m, r)
-		return e.exprOf(v.Args[0], idx)
 	}
-	d := v.Args[0].Type.DType
-	switch v.Op {
-	case ir.OpAnd:
-		if d.K == ir.KBool {
-			return bin("&&", precAndAnd)
-		}
-		return bin("&", precAnd)
-	case ir.OpOr:
-		if d.K == ir.KBool {
-			return bin("||", precOrOr)
-		}
-		return bin("|", precOr)
-	case ir.OpXor:
-		if d.K == ir.KBool {
-			return bin("!=", precEq)
-		}
-		return bin("^", precXor)
-	case ir.OpShl, ir.OpShr, ir.OpShrU:
-		return shift(v.Op, d, a(0, precShift), v.Args[1], a(1, precShift+1))
-	case ir.OpMax, ir.OpMin:
-		if d.K == ir.KF32 {
-			fn, swap := e.maxMin(v.Op, v.Args[0], v.Args[1])
+	name := func(c cx) (string, int) { return c.e.name(c.v), precAtom }
+	operand := func(c cx) (string, int) { return c.e.exprOf(c.v.Args[0], c.r) }
+	maxMin := func(c cx) (string, int) {
+		if c.f32() {
+			fn, swap := c.e.maxMin(c.v.Op, c.v.Args[0], c.v.Args[1])
 			if swap {
-				return call(fn, a(1, 0), a(0, 0))
+				return call(fn, c.a(1, 0), c.a(0, 0))
 			}
-			return call(fn, a(0, 0), a(1, 0))
+			return call(fn, c.a(0, 0), c.a(1, 0))
 		}
-		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[v.Op], a(0, 0), a(1, 0))
-	case ir.OpAbs:
-		if d.K == ir.KF32 {
-			return call("fp8g_absf", a(0, 0))
-		}
-		return call("abs", a(0, 0))
-	case ir.OpNeg:
-		if d.K == ir.KF32 {
-			return call("fp8g_negf", a(0, 0))
-		}
-		return "-" + a(0, precUnary), precUnary
-	case ir.OpRsqrt:
-		return "1.0f / sqrtf(" + a(0, 0) + ")", precMul
-	case ir.OpPow2Floor:
-		return call("fp8g_pow2_floor", a(0, 0))
-	case ir.OpCast:
-		return cast(d, v.Type.DType, func(need int) string { return a(0, need) })
-	case ir.OpBitcast:
-		if d.K == ir.KF32 {
-			return call("__float_as_int", a(0, 0))
-		}
-		return call("__int_as_float", a(0, 0))
-	case ir.OpWhere:
-		return a(0, precCond+1) + " ? " + a(1, precCond+1) + " : " + a(2, precCond), precCond
-	case ir.OpPtrAdd:
-		return bin("+", precAdd)
+		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[c.v.Op], c.a(0, 0), c.a(1, 0))
 	}
-	if op, ok := cOp[v.Op]; ok {
-		return bin(op, binPrec[v.Op])
+	shifts := func(c cx) (string, int) {
+		return shift(c.v.Op, c.d(), c.a(0, precShift), c.v.Args[1], c.a(1, precShift+1))
 	}
-	panic("BUG: no C expression for " + v.Op.Name())
+	cRules = map[ir.Op]cRule{
+		ir.OpConst: {atom: true, expr: func(c cx) (string, int) {
+			l := literal(c.v)
+			if strings.HasPrefix(l, "-") || strings.HasPrefix(l, "(") {
+				return l, precUnary
+			}
+			return l, precAtom
+		}},
+		ir.OpRegConst:    {atom: true, expr: func(c cx) (string, int) { return c.e.regExpr(c.v.Type.DType, c.v.Consts(), c.r) }},
+		ir.OpTid:         {atom: true, expr: func(cx) (string, int) { return "tid", precAtom }},
+		ir.OpParam:       {atom: true, expr: name},
+		ir.OpSize:        {atom: true, expr: name},
+		ir.OpProgramID:   {atom: true, expr: progID},
+		ir.OpNumPrograms: {atom: true, expr: progID},
+		ir.OpForResult: {atom: true, expr: func(c cx) (string, int) {
+			_, carried := c.v.Args[0].ForVars()
+			return c.e.val(carried[c.v.Index()], c.r, precAtom), precAtom
+		}},
+		ir.OpSplat:  {inline: 1, expr: operand},
+		ir.OpAssume: {expr: operand},
+		ir.OpGatherRegs: {inline: 1, expr: func(c cx) (string, int) {
+			m := make([]int64, len(c.v.RegMap()))
+			for i, s := range c.v.RegMap() {
+				m[i] = int64(s)
+			}
+			idx, _ := c.e.regExpr(ir.I32, m, c.r)
+			return c.e.exprOf(c.v.Args[0], idx)
+		}},
+		ir.OpReduceRegs: {inline: -1},
+		ir.OpButterfly:  {inline: -1},
+		ir.OpShflXor:    {inline: -1},
+		ir.OpLoopVar:    {inline: -1},
+
+		ir.OpAdd:  {cheap: true, expr: cBinary("+", precAdd)},
+		ir.OpSub:  {cheap: true, expr: cBinary("-", precAdd)},
+		ir.OpMul:  {cheap: true, expr: cBinary("*", precMul)},
+		ir.OpDiv:  {cheap: true, expr: cBinary("/", precMul)},
+		ir.OpRem:  {cheap: true, expr: cBinary("%", precMul)},
+		ir.OpLt:   {expr: cBinary("<", precRel)},
+		ir.OpLe:   {expr: cBinary("<=", precRel)},
+		ir.OpGt:   {expr: cBinary(">", precRel)},
+		ir.OpGe:   {expr: cBinary(">=", precRel)},
+		ir.OpEq:   {expr: cBinary("==", precEq)},
+		ir.OpNe:   {expr: cBinary("!=", precEq)},
+		ir.OpAnd:  {cheap: true, expr: logical("&&", precAndAnd, "&", precAnd)},
+		ir.OpOr:   {cheap: true, expr: logical("||", precOrOr, "|", precOr)},
+		ir.OpXor:  {cheap: true, expr: logical("!=", precEq, "^", precXor)},
+		ir.OpShl:  {cheap: true, expr: shifts},
+		ir.OpShr:  {expr: shifts},
+		ir.OpShrU: {expr: shifts},
+		ir.OpMax:  {expr: maxMin},
+		ir.OpMin:  {expr: maxMin},
+		ir.OpAbs:  {expr: f32Call("fp8g_absf", func(x string) (string, int) { return call("abs", x) })},
+		ir.OpNeg: {expr: func(c cx) (string, int) {
+			if c.f32() {
+				return call("fp8g_negf", c.a(0, 0))
+			}
+			return "-" + c.a(0, precUnary), precUnary // at unary precedence, not 0
+		}},
+		ir.OpRsqrt: {expr: func(c cx) (string, int) {
+			return "1.0f / sqrtf(" + c.a(0, 0) + ")", precMul
+		}},
+		ir.OpPow2Floor: {expr: func(c cx) (string, int) { return call("fp8g_pow2_floor", c.a(0, 0)) }},
+		ir.OpCast: {cheap: true, expr: func(c cx) (string, int) {
+			return cast(c.d(), c.v.Type.DType, func(need int) string { return c.a(0, need) })
+		}},
+		ir.OpBitcast: {expr: f32Call("__float_as_int", func(x string) (string, int) { return call("__int_as_float", x) })},
+		ir.OpWhere: {expr: func(c cx) (string, int) {
+			return c.a(0, precCond+1) + " ? " + c.a(1, precCond+1) + " : " + c.a(2, precCond), precCond
+		}},
+		ir.OpPtrAdd: {expr: cBinary("+", precAdd)},
+	}
 }
 
 // exprOf is operand x at register r with its precedence.
@@ -170,11 +235,6 @@ func (e *emitter) exprOf(x *ir.Value, r string) (string, int) {
 		return e.exprP(x, r)
 	}
 	return e.val(x, r, 0), precAtom
-}
-
-var cOp = map[ir.Op]string{
-	ir.OpAdd: "+", ir.OpSub: "-", ir.OpMul: "*", ir.OpDiv: "/", ir.OpRem: "%",
-	ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpEq: "==", ir.OpNe: "!=",
 }
 
 // shift takes the amount modulo the width, as the IR defines it (C leaves
