@@ -434,6 +434,8 @@ func cast(from, to ir.DType, x func(need int) string) (string, int) {
 		return c("float")
 	case from.K == ir.KI32 && to.K == ir.KI64:
 		return c("long long")
+	case from.K == ir.KI32 && to.K == ir.KE8M0:
+		return c("uint8_t")
 	case from.K == ir.KI64 && to.K == ir.KI32, from.K == ir.KBool && to.K == ir.KI32:
 		return c("int")
 	}

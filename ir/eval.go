@@ -253,6 +253,8 @@ func Cast(from, to DType, x uint64) uint64 {
 		return bitsF32(float32(int32(x)))
 	case from.K == KI32 && to.K == KI64:
 		return uint64(int64(int32(x)))
+	case from.K == KI32 && to.K == KE8M0: // the low byte: a biased exponent
+		return uint64(uint8(x))
 	case from.K == KI64 && to.K == KI32:
 		return uint64(int64(int32(x)))
 	case from.K == KBool && to.K == KI32:

@@ -86,7 +86,8 @@ const (
 	// v = pow2_floor x: the largest power of two not above x (x > 0 finite); x otherwise.
 	OpPow2Floor
 	// v = cast x: conversion to the result's element type. To FP8 it rounds to
-	// nearest even and saturates to the format's finite max (see package fp8).
+	// nearest even and saturates to the format's finite max (see package fp8);
+	// from i32 to e8m0 it keeps the low byte, the biased exponent.
 	OpCast
 	// v = bitcast x: the same bits as another type of the same width (f32 ↔ i32).
 	OpBitcast

@@ -20,7 +20,8 @@ const (
 	KPtr
 	// KE8M0 is an 8-bit power-of-two scale (OCP MX's E8M0): byte b is
 	// 2^(b − 127), 0xFF is NaN; no sign, zero or infinity. Stored and
-	// moved; no IR arithmetic reads it yet.
+	// moved; no IR arithmetic reads it: a kernel computes the biased
+	// exponent as an i32 and casts it (the cast keeps the low byte).
 	KE8M0
 )
 

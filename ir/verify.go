@@ -387,7 +387,7 @@ func Castable(from, to DType) bool {
 	case from.K == KBF16 || from.K == KFP8:
 		return to.K == KF32
 	case from.K == KI32:
-		return to.K == KF32 || to.K == KI64
+		return to.K == KF32 || to.K == KI64 || to.K == KE8M0
 	case from.K == KI64:
 		return to.K == KI32
 	case from.K == KBool:
