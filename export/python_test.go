@@ -66,6 +66,10 @@ func TestPythonLoader(t *testing.T) {
 		op, _ := ops.Lookup(name)
 		for _, tn := range []string{"gfx942", "sm_90"} {
 			tg, _ := target.Lookup(tn)
+			if op.RunsOn(tg) != nil {
+				tn = "gfx950" // the AMD target that runs OCP formats
+				tg, _ = target.Lookup(tn)
+			}
 			for i, o := range op.OptionSets() {
 				p, err := op.NewPlan(tg, op.Example, o, nil)
 				if err != nil {

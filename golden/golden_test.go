@@ -68,6 +68,9 @@ var allCases = sync.OnceValues(func() ([]*goldenCase, error) {
 			if err != nil {
 				return nil, err
 			}
+			if op.RunsOn(tg) != nil {
+				continue // refused: ops.TestOCPOnly
+			}
 			for _, v := range variants(op) {
 				name := on + "_" + tn
 				if v.name != "" {

@@ -165,6 +165,9 @@ type Op struct {
 	Doc     string
 	Sizes   []string
 	Options []Option
+	// OCP says the op's formats are OCP's (MX): a target whose FP8 is
+	// another (gfx942's e4m3fnuz) is refused.
+	OCP     bool
 	Tensors []Arg
 	Kernels []*Kernel
 	// Knobs are the schedule's parameters, shared by the op's kernels;
@@ -631,11 +634,23 @@ func (op *Op) CheckOptions(o Options) (Options, error) {
 	return out, nil
 }
 
+// RunsOn says why op cannot run on t, if it cannot.
+func (op *Op) RunsOn(t *target.Target) error {
+	if op.OCP && t.E4M3.FNUZ {
+		return fmt.Errorf("%s: MX formats are OCP's (e4m3fn, e5m2) and %s (%s) has %s: run it on gfx950 (MI355X) or sm_90",
+			op.Name, t.Name, t.Product, t.E4M3.Name)
+	}
+	return nil
+}
+
 // NewCall checks a target, shape and options, and makes the call without
 // a schedule.
 func (op *Op) NewCall(t *target.Target, sh Shape, o Options) (*Call, error) {
 	o, err := op.CheckOptions(o)
 	if err != nil {
+		return nil, err
+	}
+	if err := op.RunsOn(t); err != nil {
 		return nil, err
 	}
 	c := &Call{Op: op, Target: t, Shape: sh, Options: o, Index: ir.I32}

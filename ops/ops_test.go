@@ -58,6 +58,9 @@ func TestOpsInterpMatchReference(t *testing.T) {
 		tg, _ := target.Lookup(tname)
 		for _, name := range Names() {
 			op, _ := Lookup(name)
+			if op.RunsOn(tg) != nil {
+				continue // refused (TestOCPOnly)
+			}
 			for _, sh := range op.Tests.Shapes {
 				for _, o := range op.OptionSets() {
 					for _, adv := range []bool{false, true} {

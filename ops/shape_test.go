@@ -129,6 +129,9 @@ func TestNewPlanRecordsCandidates(t *testing.T) {
 		tg := mustTarget(t, tn)
 		for _, name := range Names() {
 			op, _ := Lookup(name)
+			if op.RunsOn(tg) != nil {
+				continue // refused (TestOCPOnly)
+			}
 			for _, sh := range []Shape{op.Tests.Odd, op.Example} {
 				p, err := op.NewPlan(tg, sh, nil, nil)
 				if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"go/token"
 	"io"
@@ -40,7 +41,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("generate", generateUsage, stderr)
 	out := fs.String("o", "", "the Go file to write")
 	pkg := fs.String("package", "", "its package (default: $GOPACKAGE, as go generate sets it)")
-	targetsFlag := fs.String("targets", strings.Join(target.Names(), ","), "targets to export for")
+	targetsFlag := fs.String("targets", strings.Join(target.Names(), ","), "targets to export for (by default, all that run each op)")
 	objects := fs.String("objects", "", "targets to embed code objects for, each optionally =ARCH, a stand-in of its family (gfx942=gfx940); the target's compiler must be found")
 	specs, err := parseFlags(fs, args)
 	if err != nil {
@@ -64,6 +65,8 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if len(specs) == 0 {
 		return usagef("no SPEC: say which ops to generate launchers for")
 	}
+	targetsSet := false
+	fs.Visit(func(f *flag.Flag) { targetsSet = targetsSet || f.Name == "targets" })
 	var targets []*target.Target
 	for _, n := range strings.Split(*targetsFlag, ",") {
 		t, err := target.Lookup(strings.TrimSpace(n))
@@ -123,6 +126,11 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		for _, sh := range v.shapes {
 			var class []*export.Bundle
 			for _, t := range targets {
+				if err := v.op.RunsOn(t); err != nil && !targetsSet {
+					// The default is every target that runs the op.
+					fmt.Fprintf(stderr, "fp8gen generate: %v; %s gets no %s export\n", err, v.spec, t.Name)
+					continue
+				}
 				p, err := v.op.NewPlan(t, sh, v.opts, shippedSchedule(v.op, t, sh, v.opts, stderr))
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", v.spec, err)}
@@ -166,6 +174,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return usagef("-o %s: %v", *out, err)
 	}
 	defer os.RemoveAll(tmp)
+	written := map[string]bool{} // the targets given exports
 	for _, e := range all {
 		for i, class := range e.classes {
 			d := filepath.Join(tmp, e.v.dir())
@@ -173,6 +182,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 				d = filepath.Join(d, fmt.Sprint(i)) // the order launch.Load tries them in
 			}
 			for _, b := range class {
+				written[b.Manifest.Target.Name] = true
 				if err := b.Write(filepath.Join(d, b.Manifest.Target.Name)); err != nil {
 					return err
 				}
@@ -209,7 +219,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	os.RemoveAll(old)
-	_, err = fmt.Fprintf(stdout, "%s: %d launchers for %d targets; exports in %s\n", *out, len(vs), len(targets), final)
+	_, err = fmt.Fprintf(stdout, "%s: %d launchers for %d targets; exports in %s\n", *out, len(vs), len(written), final)
 	return err
 }
 
