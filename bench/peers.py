@@ -40,8 +40,9 @@ JOBS.json is a JSON list of jobs, each
 
 Every job is checked before the GPU is touched. A malformed file or job
 (wrong JSON types, a size or ideal_bytes < 1, an FP8 op without fp8, HQ not
-a multiple of HKV, an odd D) exits with status 2 and a message naming the
-job, and nothing is timed. A well-formed job naming what this script does
+a multiple of HKV, an odd D, an MX size not a multiple of 32, MX on an fnuz
+format) exits with status 2 and a message naming the job, and nothing is
+timed. A well-formed job naming what this script does
 not know (an op, size, option, option value or FP8 format: fp8gen moved on)
 gets error rows saying so, and the run goes on.
 
@@ -162,6 +163,25 @@ true|false, fp8, pow2 as the casts, quant):
                        step's, as for qk_norm_rope_bwd; compiled and autotune
                        compile silu * up * probs and call autograd outside.
 
+The MX cast (options in = bf16|f32, fp8 = e4m3|e5m2, mx_round = floor|rceil,
+dim = 0|1|both), written as torchao's to_mx is in plain torch:
+
+  mx_cast              x[M,K] -> q[M,K], scale[M,K/32] (dim=0: blocks of 32
+                       along K), qt[K,M], scale_t[K,M/32] (dim=1: the same
+                       cast of x.t().contiguous(), blocks of 32 along M), or
+                       all four (dim=both, each from x). The E8M0 scales are
+                       uint8 tensors of bytes X + 127 (0xFF: NaN). Each
+                       block's amax (x viewed [..., n/32, 32], amax over the
+                       last dim; a NaN propagates) gives X from its f32
+                       bits, as torchao does, not from torch.log2 (whose f32
+                       result rounds up to k just below 2^k): floor takes
+                       amax's exponent field - emax (8 e4m3, 15 e5m2), at
+                       least 0; rceil rounds descale = amax * fl(1/fmax) up
+                       to a power of two from descale's exponent and
+                       mantissa. A block with a NaN or Inf gets byte 0xFF and
+                       NaN for all its q. q = fp8(clamp(x * 2^-X, -fmax,
+                       fmax)), 2^-X the f32 of bits (254 - byte) << 23.
+
 Inputs: activations randn (times 3 for the casts), weights 1 + 0.1*randn,
 probabilities rand [0, 1),
 inv_freq = 10000^(-2i/D), cos and sin of s * inv_freq[i] with i the pair
@@ -176,6 +196,7 @@ import math
 import os
 import random
 import statistics
+import struct
 import sys
 import traceback
 import zlib
@@ -186,6 +207,7 @@ torch = None
 do_bench = None
 
 EPS = 1e-12  # amax floor, so an all-zero group gets a finite scale
+MX_BLOCK = 32  # elements sharing one E8M0 scale
 L2_BYTES = 50 * 2**20  # H200 L2 if the device does not say; inputs rotate past twice this
 MAX_COPIES = 64
 
@@ -216,6 +238,8 @@ class OpSpec:
 
 
 CAST_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "pow2": ("false", "true")}
+MX_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "mx_round": ("floor", "rceil"),
+              "dim": ("0", "1", "both")}
 QK_OPTIONS = {"order": ("bshd", "sbhd"), "rope": ("neox", "gptj"), "weight": ("bf16", "f32"),
               "eps": ("1e-6", "1e-5"), "angles": ("table", "theta")}
 
@@ -231,13 +255,14 @@ OPS = {
     "tensorwise_cast_transpose": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "rowcol_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
+    "mx_cast": OpSpec(("M", "K"), MX_OPTIONS, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
     "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise")}, True),
 }
 LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
-DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast")
+DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast", "mx_cast")  # x[M,K] in
 GROUPED_CASTS = ("grouped_colwise_cast", "grouped_rowcol_cast")
 BACKWARDS = ("qk_norm_rope_bwd", "swiglu_probs_bwd")  # timed as the training step, forward then backward
 
@@ -272,10 +297,11 @@ def validate_job(obj, index):
     """A job as read from JSON -> its normalised form, or JobError.
 
     A malformed job (wrong JSON types, sizes < 1, bad ideal_bytes, an FP8 op
-    without fp8, HQ not a multiple of HKV) is an error. A well-formed job
-    that names what this script does not know (an op, a size, an option or
-    value, an FP8 format: fp8gen moved on) is kept with "unsupported" set to
-    the reason, so that its rows say so and the rest of the run goes on.
+    without fp8, HQ not a multiple of HKV, MX blocks that do not fit or an
+    fnuz format for them) is an error. A well-formed job that names what this
+    script does not know (an op, a size, an option or value, an FP8 format:
+    fp8gen moved on) is kept with "unsupported" set to the reason, so that
+    its rows say so and the rest of the run goes on.
     """
     if not isinstance(obj, dict):
         raise JobError(f"job {index}: not a JSON object")
@@ -326,11 +352,18 @@ def validate_job(obj, index):
             raise JobError(f"{where}: HQ = {sizes['HQ']} is not a multiple of HKV = {sizes['HKV']}")
         if sizes["D"] % 2:
             raise JobError(f"{where}: D = {sizes['D']} is odd; RoPE rotates pairs")
+    if op == "mx_cast":
+        for n, dims in (("K", ("0", "both")), ("M", ("1", "both"))):
+            if norm["dim"] in dims and sizes[n] % MX_BLOCK:
+                raise JobError(f"{where}: {n} = {sizes[n]} is not a multiple of {MX_BLOCK}, the MX block "
+                               f"(dim={norm['dim']})")
     if spec.fp8:
         if fp8 not in FP8_NAMES:
             job["unsupported"] = f"fp8 {fp8!r}: peers.py knows {', '.join(FP8_NAMES)}"
             return job
         job["fp8"] = resolve_fp8(norm["fp8"], fp8)
+        if op == "mx_cast" and job["fp8"].endswith("fnuz"):
+            raise JobError(f"{where}: MX takes OCP's FP8 formats (e4m3fn, e5m2), not {job['fp8']}")
     else:
         job["fp8"] = None  # no FP8 in this op: whatever was given is ignored
     return job
@@ -458,6 +491,11 @@ def output_specs(job):
     if op == "grouped_rowcol_cast":
         return [("q", (s["T"], s["K"]), q), ("inv_scale_row", (s["T"],), "float32"),
                 ("qt", (s["K"], s["T"]), q), ("inv_scale_col", (s["E"], s["K"]), "float32")]
+    if op == "mx_cast":
+        m, k = s["M"], s["K"]
+        rows = [("q", (m, k), q), ("scale", (m, k // MX_BLOCK), "uint8")]
+        cols = [("qt", (k, m), q), ("scale_t", (k, m // MX_BLOCK), "uint8")]
+        return {"0": rows, "1": cols, "both": rows + cols}[o["dim"]]
     if op == "swiglu_probs":
         if o["quant"] == "none":
             return [("y", (s["R"], s["F"]), "bfloat16")]
@@ -744,6 +782,55 @@ def cast_peer(job):
     return Peer(fn, compile_it(fn))
 
 
+def f32_value(v):
+    """v rounded to the nearest float32, as a Python float."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def mx_peer(job):
+    """mx_cast the way torchao's to_mx writes it in plain torch: x viewed as
+    blocks of 32 along its last dim, the E8M0 byte from the bits of each
+    block's amax, x scaled by the power of two made from that byte."""
+    o = job["options"]
+    fp8 = getattr(torch, "float8_" + job["fp8"])
+    fmax = float(torch.finfo(fp8).max)
+    emax = math.frexp(fmax)[1] - 1  # the largest power of two's exponent: 8 (e4m3), 15 (e5m2)
+    inv_fmax = f32_value(1 / fmax)  # an f32 constant, so the product is the f32 one whatever torch does
+    rceil = o["mx_round"] == "rceil"
+    dim = o["dim"]
+
+    def mx_blocks(x):
+        """x[R, C] -> q[R, C] fp8, scale[R, C/32] E8M0 bytes: blocks of 32 along C."""
+        r, c = x.shape
+        xb = x.float().reshape(r, c // MX_BLOCK, MX_BLOCK)
+        amax = xb.abs().amax(dim=-1)  # NaN if the block holds one
+        exp = (amax.view(torch.int32) >> 23) & 0xFF  # biased; 255: Inf or NaN
+        if rceil:
+            d = (amax * inv_fmax).view(torch.int32)
+            de, man = (d >> 23) & 0xFF, d & 0x7FFFFF
+            # The smallest power of two >= descale. A subnormal descale is
+            # at most 2^-127 (byte 0) up to mantissa 0x400000, else 2^-126.
+            s = de + torch.where(de == 0, man > 0x400000, man != 0)
+        else:
+            s = (exp - emax).clamp(min=0)  # floor(log2 amax) - emax + 127, at least 0
+        s = torch.where(exp == 255, 255, s)
+        # 2^-X in f32, normal for every byte a finite block gets (<= 247);
+        # 0xFF makes -Inf here, and its block is NaN below anyway.
+        recip = ((254 - s) << 23).view(torch.float32)
+        y = torch.where((s == 255)[..., None], math.nan, xb * recip[..., None])
+        # torch's cast to fp8 does not saturate (e4m3fn overflows to NaN): clamp first.
+        q = y.clamp(-fmax, fmax).to(fp8).reshape(r, c)
+        return q, s.to(torch.uint8)
+
+    def mx_cast(x):
+        if dim == "0":
+            return mx_blocks(x)
+        qt = mx_blocks(x.t().contiguous())
+        return qt if dim == "1" else mx_blocks(x) + qt
+
+    return Peer(mx_cast, compile_it(mx_cast))
+
+
 def qk_forward(job, round_norm):
     """The forward chain: qk_norm_rope(qkv, q_weight, k_weight, *angles) -> (q, k, v),
     angles being (cos, sin) or, with angles=theta, (inv_freq,)."""
@@ -908,6 +995,8 @@ def make_peer(job):
                     note="forward and backward (torch.autograd.grad)",
                     compile_note="forward and backward: the forward under torch.compile (its backward compiled "
                                  "by AOTAutograd), torch.autograd.grad outside it")
+    if op == "mx_cast":
+        return mx_peer(job)
     return cast_peer(job)
 
 

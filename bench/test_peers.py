@@ -12,7 +12,7 @@ Three kinds:
   - the peers' maths, run on FakeTorch below (a small value-level stand-in:
     flat Python lists, f32/bf16/fp8 rounding, the few ops the peers use) and
     held to per-element references written from the Go ops' definitions
-    (ops/cast.go, ops/moe.go, ops/qknorm.go), for every option;
+    (ops/cast.go, ops/moe.go, ops/qknorm.go, ops/mx.go), for every option;
   - main() end to end on FakeTorch: the rows of a jobs file, errors
     recorded and the run going on.
 
@@ -20,6 +20,7 @@ FakeTorch has no autograd: the backward peer is checked for its wiring and
 output shapes only. It says nothing about torch.compile, CUDA or timing.
 """
 
+import bisect
 import contextlib
 import io
 import itertools
@@ -57,6 +58,10 @@ def f32_bits(x):
     return struct.unpack("<I", struct.pack("<f", f32(x)))[0]
 
 
+def f32_from_bits(b):
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
 def bf16(x):
     """x rounded to bfloat16, to nearest even."""
     x = f32(x)
@@ -89,6 +94,7 @@ class FP8:
     def __init__(self, name):
         self.values = fp8_values(name)
         self.pos = sorted((v, c) for c, v in enumerate(self.values[:128]) if math.isfinite(v))
+        self.pos_values = [v for v, _ in self.pos]
         self.max = self.pos[-1][0]
         self.nan_code = 0x7F
         self.overflow = math.nan if name == "e4m3fn" else math.inf
@@ -105,13 +111,10 @@ class FP8:
                 return self.nan_code if math.isnan(v) else (0xFC if x < 0 else 0x7C)
             c = self.pos[-1][1]
         else:
-            best = None
-            for (v0, c0), (v1, c1) in zip(self.pos, self.pos[1:]):
-                if v0 <= a <= v1:
-                    d0, d1 = a - v0, v1 - a
-                    best = c0 if d0 < d1 or (d0 == d1 and c0 % 2 == 0) else c1
-                    break
-            c = best
+            i = bisect.bisect_left(self.pos_values, a)  # the first value >= a
+            (v0, c0), (v1, c1) = self.pos[max(i - 1, 0)], self.pos[i]
+            d0, d1 = a - v0, v1 - a
+            c = c1 if d1 == 0 or not (d0 < d1 or (d0 == d1 and c0 % 2 == 0)) else c0
         return c | (0x80 if x < 0 or (x == 0 and math.copysign(1, x) < 0) else 0)
 
     def round(self, x):
@@ -122,23 +125,28 @@ class FP8:
 
 
 class DType:
-    def __init__(self, name, size, kind, rnd=None, bits=None):
+    """A dtype; a float's bits(v) is its bit pattern (unsigned), from_bits the way back."""
+
+    def __init__(self, name, size, kind, rnd=None, bits=None, from_bits=None):
         self.name, self.size, self.kind, self.rnd, self.bits = name, size, kind, rnd, bits
+        self.from_bits = from_bits
         self.is_floating_point = kind == "float"
 
     def __repr__(self):
         return "torch." + self.name
 
     def cast(self, v):
-        if self.kind == "int":
-            return int(v)
+        if self.kind == "int":  # two's complement wrap, as torch's integer ops
+            v = int(v) & ((1 << 8 * self.size) - 1)
+            signed = not self.name.startswith("u")
+            return v - (1 << 8 * self.size) if signed and v >> (8 * self.size - 1) else v
         if self.kind == "bool":
             return bool(v)
         return self.rnd(float(v))
 
 
 E4M3, E5M2 = FP8("e4m3fn"), FP8("e5m2")
-float32 = DType("float32", 4, "float", f32, f32_bits)
+float32 = DType("float32", 4, "float", f32, f32_bits, f32_from_bits)
 float64 = DType("float64", 8, "float", float, lambda v: struct.unpack("<Q", struct.pack("<d", v))[0])
 bfloat16 = DType("bfloat16", 2, "float", bf16, lambda v: f32_bits(v) >> 16)
 float8_e4m3fn = DType("float8_e4m3fn", 1, "float", E4M3.round, E4M3.code)
@@ -264,10 +272,16 @@ class FT:
         return self
 
     def view(self, *shape):
+        """view(dtype): the same bits as another dtype of the same size (an
+        integer, or float32 from int32); view(shape): reshape."""
         if len(shape) == 1 and isinstance(shape[0], DType):
-            dt = shape[0]
-            assert dt.size == self.dtype.size and dt.kind == "int", "view: same-size integer dtypes only"
-            return FT([self.dtype.bits(v) for v in self.data], self.shape, dt)
+            dt, src = shape[0], self.dtype
+            assert dt.size == src.size, "view: same-size dtypes only"
+            bits = self.data if src.kind == "int" else [src.bits(v) for v in self.data]
+            if dt.kind == "int":
+                return FT(bits, self.shape, dt)
+            assert src.kind == "int" and dt.from_bits, f"view: no {src} -> {dt}"
+            return FT([dt.from_bits(b) for b in bits], self.shape, dt)
         return self.reshape(*shape)
 
     def reshape(self, *shape):
@@ -313,6 +327,8 @@ class FT:
     def _broadcast_to(self, shape):
         if self.shape == tuple(shape):
             return self
+        if len(self.data) == 1:
+            return FT(self.data * numel(shape), shape, self.dtype)
         pad = (1,) * (len(shape) - len(self.shape)) + self.shape
         out = []
         for i in range(numel(shape)):
@@ -371,14 +387,23 @@ class FT:
     def _map(self, f, dtype=None):
         return FT([f(v) for v in self.data], self.shape, dtype or self.dtype)
 
-    def _binary(self, other, f, reverse=False):
+    def _operands(self, other, reverse=False):
+        """The two operands' values, broadcast and promoted, their shape and dtype."""
         a, b = (other, self) if reverse else (self, other)
         dtype = promote(a, b)
         ta = a if isinstance(a, FT) else FT([a], (), dtype)
         tb = b if isinstance(b, FT) else FT([b], (), dtype)
         shape = broadcast_shapes(ta.shape, tb.shape)
-        ta, tb = ta._broadcast_to(shape), tb._broadcast_to(shape)
-        return FT([f(x, y) for x, y in zip(ta.data, tb.data)], shape, dtype)
+        xs, ys = ta._broadcast_to(shape).data, tb._broadcast_to(shape).data
+        if ta.dtype is not dtype:
+            xs = [dtype.cast(v) for v in xs]
+        if tb.dtype is not dtype:
+            ys = [dtype.cast(v) for v in ys]
+        return xs, ys, shape, dtype
+
+    def _binary(self, other, f, reverse=False):
+        xs, ys, shape, dtype = self._operands(other, reverse)
+        return FT([f(x, y) for x, y in zip(xs, ys)], shape, dtype)
 
     def __mul__(self, o):
         return self._binary(o, lambda x, y: x * y)
@@ -402,10 +427,43 @@ class FT:
         return self._binary(o, lambda x, y: x / y if y else math.copysign(math.inf, x) * math.copysign(1, y),
                             reverse=True)
 
+    def __rsub__(self, o):
+        return self._binary(o, lambda x, y: x - y, reverse=True)
+
+    def _int_binary(self, o, f):
+        assert self.dtype.kind == "int" and not isinstance(o, float), "bit ops: integer tensors only"
+        return self._binary(o, f)
+
+    def __and__(self, o):
+        return self._int_binary(o, lambda x, y: x & y)
+
+    def __rshift__(self, o):  # arithmetic on the signed types, as torch's
+        return self._int_binary(o, lambda x, y: x >> y)
+
+    def __lshift__(self, o):  # the bits shifted out dropped by the dtype's wrap
+        return self._int_binary(o, lambda x, y: x << y)
+
+    def _compare(self, o, f):
+        xs, ys, shape, _ = self._operands(o)
+        return FT([f(x, y) for x, y in zip(xs, ys)], shape, boolean)
+
+    def __eq__(self, o):
+        return self._compare(o, lambda x, y: x == y)
+
     def __ne__(self, o):
-        t = self._binary(o, lambda x, y: x != y)
-        t.dtype = boolean
-        return t
+        return self._compare(o, lambda x, y: x != y)
+
+    def __gt__(self, o):
+        return self._compare(o, lambda x, y: x > y)
+
+    def __ge__(self, o):
+        return self._compare(o, lambda x, y: x >= y)
+
+    def __lt__(self, o):
+        return self._compare(o, lambda x, y: x < y)
+
+    def __le__(self, o):
+        return self._compare(o, lambda x, y: x <= y)
 
     __hash__ = object.__hash__
 
@@ -449,11 +507,16 @@ class FT:
         shape = self.shape[:d] + (1,) + self.shape[d + 1:] if keepdim else oshape
         return FT(out, shape, self.dtype)
 
+    def _max(self, v):
+        if self.dtype.kind == "float" and any(math.isnan(x) for x in v):
+            return math.nan  # torch's max and amax propagate a NaN
+        return max(v)
+
     def amax(self, dim=None, keepdim=False):
-        return self._reduce(max, dim, keepdim)
+        return self._reduce(self._max, dim, keepdim)
 
     def max(self):
-        return self._reduce(max, None, False)
+        return self._reduce(self._max, None, False)
 
     def sum(self):
         t = self._reduce(lambda v: sum(int(x) for x in v) if self.dtype.kind != "float" else math.fsum(v),
@@ -568,6 +631,14 @@ def make_fake_torch(fail_modes=()):
     def pow(base, exponent):
         return exponent._map(lambda v: base ** v)
 
+    def where(cond, a, b):
+        dtype = promote(a, b)
+        ta = a if isinstance(a, FT) else FT([a], (), dtype)
+        tb = b if isinstance(b, FT) else FT([b], (), dtype)
+        shape = broadcast_shapes(broadcast_shapes(cond.shape, ta.shape), tb.shape)
+        cs, xs, ys = (t._broadcast_to(shape).data for t in (cond, ta, tb))
+        return FT([x if c else y for c, x, y in zip(cs, xs, ys)], shape, dtype)
+
     def randn(shape, device=None, generator=None, dtype=None):
         rng = generator.rng if generator else random
         return FT([rng.gauss(0, 1) for _ in range(numel(shape))], shape, dtype or float32)
@@ -601,7 +672,7 @@ def make_fake_torch(fail_modes=()):
         return tuple(FT([0] * x.numel(), x.shape, x.dtype) for x in inputs)
 
     for name, f in dict(stack=stack, cat=cat, arange=arange, zeros=zeros, tensor=tensor, searchsorted=searchsorted,
-                        pow=pow, randn=randn, randint=randint, empty_like=empty_like, empty=empty,
+                        pow=pow, where=where, randn=randn, randint=randint, empty_like=empty_like, empty=empty,
                         compile=compile).items():
         setattr(t, name, f)
     t.enable_grad = contextlib.nullcontext
@@ -658,6 +729,107 @@ def ref_cast_groups(values, fmt, fmax, pow2):
     return [fmt.round(max(-fmax, min(fmax, f32(v * s)))) for v in values], f32(1 / s)
 
 
+def ref_mx_block(values, fmt, rceil):
+    """ops/mx.go's rule for one block -> (E8M0 byte, fp8 codes), exact where
+    the rule is: floor(log2 amax) by math.frexp, rceil's X the smallest with
+    2^X at or above the f32 descale, x · 2^-X in float64 (exact)."""
+    if any(math.isnan(v) or math.isinf(v) for v in values):
+        return 0xFF, [fmt.code(math.nan)] * len(values)
+    amax = max(abs(v) for v in values)
+    if rceil:
+        descale = f32(amax * f32(1 / fmt.max))
+        x = -127
+        while 2.0 ** x < descale:
+            x += 1
+    elif amax == 0:
+        x = -127
+    else:
+        emax = {448.0: 8, 57344.0: 15}[fmt.max]
+        _, e = math.frexp(amax)  # amax = f · 2^e, f in [0.5, 1)
+        x = max(e - 1 - emax, -127)
+    return x + 127, [fmt.code(max(-fmt.max, min(fmt.max, math.ldexp(v, -x)))) for v in values]
+
+
+def ref_mx(x, fmt, rceil, dim):
+    """mx_cast's outputs for x[M, K] (an FT): name -> codes or scale bytes, row-major."""
+    m, k = x.shape
+    rows = [x.data[i * k:(i + 1) * k] for i in range(m)]
+    out = {}
+    if dim in ("0", "both"):  # block (i, j): x[i, 32j : 32j+32]
+        blocks = [ref_mx_block(r[j:j + 32], fmt, rceil) for r in rows for j in range(0, k, 32)]
+        out["q"] = [c for _, codes in blocks for c in codes]
+        out["scale"] = [b for b, _ in blocks]
+    if dim in ("1", "both"):  # block (j, i): x[32i : 32i+32, j], qt[j, 32i+e] its codes
+        cols = [[r[j] for r in rows] for j in range(k)]
+        blocks = [ref_mx_block(c[i:i + 32], fmt, rceil) for c in cols for i in range(0, m, 32)]
+        out["qt"] = [c for _, codes in blocks for c in codes]
+        out["scale_t"] = [b for b, _ in blocks]
+    return out
+
+
+def mx_blocks_to_plant(dtype, fmax, rng):
+    """Blocks of 32 values of the classes the scale rules break on, rounded to dtype."""
+    step = 1 if dtype is float32 else 0x10000  # one ulp of dtype, in f32 bits
+
+    def ulps(v, n):  # the value n of dtype's ulps from v (> 0)
+        return f32_from_bits(f32_bits(v) + n * step)
+
+    def small(e):
+        return (e - 16) * 0.01
+
+    def lone(at, v, rest=small):
+        return [v if e == at else rest(e) for e in range(32)]
+
+    ties = [fmax, 1.0625, 1.1875, -2.125, 3 * 2.0 ** -10, 5 * 2.0 ** -10,  # e4m3's, at X = 0
+            1.125, 1.375, -2.25, 1.5 * 2.0 ** -16, 2.5 * 2.0 ** -16, 464.0, -0.0]  # e5m2's; 464: e4m3's past fmax
+    kinds = [
+        [0.0] * 32,
+        [-0.0] * 32,
+        [-1024.0 if e == 5 else (e % 5) * 200.0 for e in range(32)],  # amax 2^10 exactly
+        lone(9, ulps(1024.0, -1), lambda e: rng.uniform(-500, 500)),  # just below 2^10: the log2 trap
+        lone(0, -ulps(2.0 ** 100, -1), lambda e: rng.gauss(0, 1) * 2.0 ** 90),
+        [[fmax * 8, -fmax * 8, 3.0, -1e-3][e % 4] for e in range(32)],  # amax fmax · 2^k
+        lone(3, ulps(fmax * 16, 1)),  # rceil's neighbours of fmax · 2^k
+        lone(3, -ulps(fmax * 16, -1)),
+        lone(3, ulps(fmax * 2.0 ** -127, 1), lambda e: 0.0),  # rceil's subnormal descale, at 2^-127
+        lone(3, fmax * 2.0 ** -127, lambda e: 0.0),
+        lone(3, ulps(fmax * 2.0 ** -127, -1), lambda e: 0.0),
+        lone(3, fmax * 2.0 ** -126, lambda e: 0.0),
+        [[fmax / 4, 1.0, -fmax / 4, 0.5][e % 4] for e in range(32)],
+        [(-1) ** e * math.ldexp(1 + e % 3, -133) for e in range(32)],  # bf16 subnormals
+        [math.ldexp(1 + e % 7, -149) for e in range(32)],  # f32 subnormals (bf16: zeros)
+        [math.ldexp(1, -126) * (e % 2) for e in range(32)],  # the smallest normal
+        [rng.gauss(0, 1) * math.ldexp(1, -140 + rng.randrange(20)) for _ in range(32)],  # near 2^-127
+        [[3.3e38, -1.0, 2e38, 0.0][e % 4] for e in range(32)],
+        lone(31, -3.38e38, lambda e: rng.gauss(0, 1) * 1e30),
+        lone(7, math.nan),
+        lone(30, -math.inf),
+        lone(0, math.inf),
+        ties + [rng.uniform(-1, 1) for _ in range(32 - len(ties))],
+        [v * 64 for v in ties] + [rng.uniform(-64, 64) for _ in range(32 - len(ties))],  # ties at X = 6
+        lone(2, ulps(2.0 * fmax, -1), lambda e: fmax + e),  # floor's saturation: up to 2 · fmax
+        lone(0, fmax * 8, lambda e: rng.gauss(0, 1) * 1e-6),  # the rest underflows
+    ]
+    assert len(kinds) <= 32
+    return [[dtype.cast(v) for v in b] for b in kinds]
+
+
+def mx_input(m, k, dtype, fmax, rng):
+    """x[m, k] (m, k multiples of 32, m >= 32, k >= 64): randn times a power of
+    two per row, with the planted blocks along K (row n, columns 0-31) and
+    along M (the last 32 rows, column k - 32 + n)."""
+    data = []
+    for _ in range(m):
+        s = 2.0 ** rng.randrange(-20, 21)
+        data.extend(rng.gauss(0, 1) * 3 * s for _ in range(k))
+    data = [dtype.cast(v) for v in data]
+    for n, block in enumerate(mx_blocks_to_plant(dtype, fmax, rng)):
+        data[n * k:n * k + 32] = block
+        for e, v in enumerate(block):
+            data[(m - 32 + e) * k + k - 32 + n] = v
+    return FT(data, (m, k), dtype)
+
+
 # ---- pure logic ----
 
 
@@ -692,6 +864,10 @@ class TestJobs(unittest.TestCase):
                                 "options": {"layout": "nk"}, "fp8": "e4m3fn", "ideal_bytes": 5}, 0)
         self.assertEqual(j["options"], {"in": "bf16", "fp8": "e4m3", "pow2": "false", "layout": "nk"})
         self.assertEqual(list(j["sizes"]), ["E", "K", "N"])
+        j = peers.validate_job({"op": "mx_cast", "shape": "s", "sizes": {"K": 64, "M": 32}, "fp8": "e4m3fn",
+                                "ideal_bytes": 5}, 0)
+        self.assertEqual(j["options"], {"in": "bf16", "fp8": "e4m3", "mx_round": "floor", "dim": "0"})
+        self.assertEqual((list(j["sizes"]), j["fp8"]), (["M", "K"], "e4m3fn"))
         j = peers.validate_job({"op": "qk_norm_rope_bwd", "shape": "s",
                                 "sizes": {"B": 1, "S": 2, "HQ": 4, "HKV": 2, "D": 8}, "fp8": None,
                                 "ideal_bytes": 5}, 0)
@@ -717,6 +893,8 @@ class TestJobs(unittest.TestCase):
                 "ideal_bytes": 10}
         qk = {"op": "qk_norm_rope", "shape": "s", "sizes": {"B": 1, "S": 1, "HQ": 4, "HKV": 2, "D": 8},
               "fp8": None, "ideal_bytes": 10}
+        mx = {"op": "mx_cast", "shape": "s", "sizes": {"M": 48, "K": 64}, "fp8": "e4m3fn", "ideal_bytes": 10}
+        self.assertIsNone(peers.validate_job(mx, 0)["unsupported"])  # dim=0: M is free
         bad = [
             ("not a JSON object", [good]),
             ("op must", {**good, "op": 7}),
@@ -736,6 +914,9 @@ class TestJobs(unittest.TestCase):
             ("ideal_bytes", {k: v for k, v in good.items() if k != "ideal_bytes"}),
             ("multiple of HKV", {**qk, "sizes": {**qk["sizes"], "HQ": 3}}),
             ("is odd", {**qk, "sizes": {**qk["sizes"], "D": 7}}),
+            ("K = 48 is not a multiple of 32", {**mx, "sizes": {"M": 32, "K": 48}}),
+            ("M = 48 is not a multiple of 32", {**mx, "sizes": {"M": 48, "K": 64}, "options": {"dim": "both"}}),
+            ("not e4m3fnuz", {**mx, "fp8": "e4m3fnuz"}),
         ]
         for want, obj in bad:
             with self.subTest(want=want, obj=obj):
@@ -847,6 +1028,16 @@ class TestSpecs(unittest.TestCase):
         self.assertEqual(peers.input_specs(j)[3], ("inv_freq", (4,), "float32"))
         self.assertEqual(peers.output_specs(j), [("d_qkv", (2, 3, 64), "float32"), ("d_q_weight", (8,), "float32"),
                                                  ("d_k_weight", (8,), "float32")])
+
+    def test_mx_specs_and_bytes(self):
+        j = job("mx_cast", {"M": 64, "K": 96}, **{"in": "f32"})
+        self.assertEqual(peers.input_specs(j), [("x", (64, 96), "float32")])
+        self.assertEqual(peers.output_specs(j), [("q", (64, 96), "float8_e4m3fn"), ("scale", (64, 3), "uint8")])
+        j = job("mx_cast", {"M": 64, "K": 96}, fp8="e5m2", dim="1")
+        self.assertEqual(peers.output_specs(j), [("qt", (96, 64), "float8_e5m2"), ("scale_t", (96, 2), "uint8")])
+        j = job("mx_cast", {"M": 64, "K": 96}, dim="both")
+        self.assertEqual([s[0] for s in peers.output_specs(j)], ["q", "scale", "qt", "scale_t"])
+        self.assertEqual(peers.peer_bytes(j), 64 * 96 * (2 + 1 + 1) + 64 * 3 + 96 * 2)
 
     def test_backward_bytes_include_the_forward(self):
         sizes = {"B": 2, "S": 3, "HQ": 4, "HKV": 2, "D": 8}
@@ -1141,6 +1332,83 @@ class TestPeerMaths(unittest.TestCase):
                         self.assertEqual(qt.tolist(), want_qt)
                         self.assertEqual(inv.data, want_inv)
 
+    def mx_codes(self, t):
+        return t.data if t.dtype is uint8 else t.view(uint8).data
+
+    def check_mx(self, j, x, outs):
+        """The peer's outputs are ref_mx's, bit for bit (q codes and scale bytes)."""
+        o = j["options"]
+        want = ref_mx(x, self.fmt_of(j), o["mx_round"] == "rceil", o["dim"])
+        names = [s[0] for s in peers.output_specs(j)]
+        self.assertEqual(names, list(want))
+        for name, t in zip(names, outs):
+            got = self.mx_codes(t)
+            self.assertEqual(len(got), len(want[name]), name)
+            bad = [i for i, (a, b) in enumerate(zip(got, want[name])) if a != b]
+            if bad:
+                i = bad[0]
+                self.fail(f"{name}: {len(bad)} of {len(got)} differ; first {name}.flat[{i}] is {got[i]:#04x}, "
+                          f"want {want[name][i]:#04x}")
+
+    def test_mx_cast(self):
+        names = ["in", "fp8", "mx_round", "dim"]
+        for m, k in ((64, 64), (32, 96)):
+            for combo in itertools.product(*(peers.OPS["mx_cast"].options[n] for n in names)):
+                o = dict(zip(names, combo))
+                with self.subTest(m=m, k=k, **o):
+                    j = job("mx_cast", {"M": m, "K": k}, **o)
+                    x = mx_input(m, k, getattr(self.fake, peers.SHORT_DTYPES[o["in"]]), self.fmt_of(j).max, self.rng)
+                    for outs in self.run_both(j, x):
+                        self.check_mx(j, x, outs)
+                    scales = set(outs[1].data)  # the planted blocks reach both ends of E8M0
+                    self.assertTrue({0, 0xFF} <= scales, sorted(scales))
+
+    def test_mx_reference_rceil_is_ceil_log2_but_at_2_to_the_minus_127(self):
+        # ops/mx.go: rceil is ceil(log2(amax / fmax)) exactly, the f32
+        # product never crossing a power of two. In the normal range it holds
+        # (fmax · 2^k and its f32 neighbours); at k = -127 the descale is an
+        # f32 subnormal, rounded to 2^-149, and one ulp above fmax · 2^-127
+        # rounds down to 2^-127: byte 0, where the exact quotient gives 1.
+        for fmt in (E4M3, E5M2):
+            for kk in range(-127, 110):
+                for n in (-2, -1, 0, 1, 2):
+                    amax = f32_from_bits(f32_bits(fmt.max * 2.0 ** kk) + n)
+                    x = -127
+                    while fmt.max * 2.0 ** x < amax:  # exact
+                        x += 1
+                    with self.subTest(fmax=fmt.max, k=kk, ulps=n):
+                        got = ref_mx_block([amax], fmt, True)[0] - 127
+                        self.assertEqual(got, x - 1 if (kk, n) == (-127, 1) else x)
+
+    def test_mx_cast_catches_the_log2_trap(self):
+        # A peer taking X from torch.log2, whose f32 result rounds up to k
+        # just below 2^k (floor) or down to k just above it (rceil's
+        # ceil(log2(descale))), fails on the planted blocks; the peer passes.
+        m, k = 32, 64
+        for rnd in ("floor", "rceil"):
+            with self.subTest(mx_round=rnd):
+                j = job("mx_cast", {"M": m, "K": k}, mx_round=rnd, **{"in": "f32"})
+                x = mx_input(m, k, float32, E4M3.max, self.rng)
+                self.check_mx(j, x, peers.make_peer(j).eager(x))
+                fake, fmax = self.fake, E4M3.max
+
+                def log2_peer(x):
+                    xb = x.float().reshape(m, k // 32, 32)
+                    amax = xb.abs().amax(dim=-1)
+                    finite = amax.clamp(max=3.4e38) == amax  # not NaN nor Inf
+                    a = fake.where(finite, amax, 1.0).clamp(min=2.0 ** -126)
+                    if rnd == "floor":
+                        e = fake.floor(fake.log2(a)) - 8
+                    else:
+                        e = fake.floor(fake.log2(a * f32(1 / fmax)) * -1.0) * -1.0  # ceil
+                    s = fake.where(finite, (e + 127).clamp(min=0), 255.0).to(int32)
+                    y = xb * ((254 - s) << 23).view(float32)[..., None]
+                    y = fake.where((s == 255)[..., None], math.nan, y)
+                    return y.clamp(-fmax, fmax).to(float8_e4m3fn).reshape(m, k), s.to(uint8)
+
+                with self.assertRaisesRegex(AssertionError, "(q|scale): [1-9]"):
+                    self.check_mx(j, x, log2_peer(x))
+
     def qk_inputs(self, j):
         s = j["sizes"]
         o = j["options"]
@@ -1333,7 +1601,8 @@ class TestMain(unittest.TestCase):
                  ("expert_colwise_cast", {"E": 2, "K": 3, "N": 2}, {"layout": "nk"}),
                  ("grouped_colwise_cast", {"T": 9, "K": 2, "E": 3}, {}),
                  ("qk_norm_rope", {"B": 1, "S": 2, "HQ": 2, "HKV": 1, "D": 4}, {"angles": "theta"}),
-                 ("qk_norm_rope_bwd", {"B": 1, "S": 2, "HQ": 2, "HKV": 1, "D": 4}, {"order": "sbhd"})]
+                 ("qk_norm_rope_bwd", {"B": 1, "S": 2, "HQ": 2, "HKV": 1, "D": 4}, {"order": "sbhd"}),
+                 ("mx_cast", {"M": 32, "K": 64}, {"dim": "both", "mx_round": "rceil"})]
         out = []
         for op, sizes, opts in specs:
             j = job(op, sizes, target=("e4m3fn" if peers.OPS[op].fp8 else None), **opts)
@@ -1362,7 +1631,7 @@ class TestMain(unittest.TestCase):
                 for r in got[2:]:
                     # identity compile: outputs match eager's bit for bit (grouped: two formulations)
                     parts = r["check"].split("; ")
-                    self.assertEqual(len(parts), 2 if "cast" in jb["op"] else 3)
+                    self.assertEqual(len(parts), len(peers.output_specs(peers.validate_job(jb, 0))))
                     for p in parts:
                         n = p.split(" ")[1].split("/")
                         self.assertEqual(n[0], "0", r["check"])
@@ -1381,9 +1650,9 @@ class TestMain(unittest.TestCase):
         bad = [r for r in rows if r["op"] == "softmax_cast"]
         self.assertEqual([r["impl"] for r in bad], ["eager", "compiled", "autotune"])
         self.assertTrue(all("no peer for op" in r["error"] and r["time_us"] is None for r in bad))
-        self.assertEqual(fake.calls["reset"], 2 * 7 + 7)  # before each compile, after each job
+        self.assertEqual(fake.calls["reset"], 2 * 8 + 8)  # before each compile, after each job
         self.assertTrue(all(dyn is False for _, _, dyn in fake.calls["compile"]))
-        self.assertIn("wrote 31 rows", log)  # 7 jobs x 4, and 3 error rows
+        self.assertIn("wrote 35 rows", log)  # 8 jobs x 4, and 3 error rows
         self.assertNotIn("note: peers.py counts", log)  # our byte counts agree with the jobs'
 
     def test_a_failing_mode_is_recorded_and_the_run_goes_on(self):

@@ -32,10 +32,12 @@ import (
 // floor may scale the block's largest elements past fmt_max (up to
 // 2·fmt_max): they saturate, as OCP specifies. rceil never saturates a
 // finite block. Its f32 product amax · fl(1/fmt_max) could only cross a
-// power of two next to amax = fmt_max·2^k, and there it does not
-// (fl(1/448)·448 and fl(1/57344)·57344 round to 1; TestMXRceilExact
-// walks those neighbours): rceil is ceil(log2(amax / fmt_max)) exactly,
-// the bytes of TransformerEngine and torchao. Neither rule goes
+// power of two next to amax = fmt_max·2^k, and for a normal product it
+// does not (fl(1/448)·448 and fl(1/57344)·57344 round to 1;
+// TestMXRceilExact walks those neighbours): rceil is
+// ceil(log2(amax / fmt_max)) exactly, the bytes of TransformerEngine and
+// torchao, but for the f32 amax just above fmt_max·2^-127, whose
+// subnormal product rounds down to 2^-127 (byte 0, not 1). Neither rule goes
 // through a bf16 intermediate (whose rounding would move X at the top of
 // a binade). The formats are OCP's: gfx942's e4m3fnuz is refused.
 
@@ -52,6 +54,7 @@ var MXCast = register(&Op{
 	Sizes:   []string{"M", "K"},
 	Options: mxOptions,
 	OCP:     true,
+	Peers:   true,
 	Tensors: []Arg{
 		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("M"), e("K")}, Role: Input},
 		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("M"), e("K")}, Role: Output, When: "dim=0|both"},

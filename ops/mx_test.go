@@ -78,6 +78,9 @@ func TestMXScaleRules(t *testing.T) {
 		{3.3e38, false, false, 127 + 127 - 8},  // 2^127 · 1.94
 		{3.3e38, false, true, 127 + 120},       // 3.3e38/448 ≈ 2^119.15: 2^120
 		{math.Inf(1), false, false, 0xFF}, {math.NaN(), false, true, 0xFF},
+		// One ulp above 448·2^-127: the quotient is past 2^-127, its f32
+		// (subnormal) product rounds down onto it.
+		{float64(math.Nextafter32(float32(448*math.Ldexp(1, -127)), 1)), false, true, 0},
 	} {
 		f := e4
 		if c.e5m2 {
