@@ -1,0 +1,68 @@
+package ops
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// blockRowsKernel: each program's ROWS 1×128 blocks (block n is row
+// n / cdiv(K,128), columns 128·(n mod cdiv(K,128)) on) taken as the rows
+// of a [ROWS, 128] tile, so that a block's amax is a reduction along the
+// tile's rows; a row's last block holds the columns below K.
+func blockRowsKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	q := b.Param("q", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	kb := k.CDiv(blockEdge).Named("k_blocks")
+	nr := c.Knob("ROWS")
+	blk := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("block")
+	ok := blk.Lt(m.Mul(kb)).Named("block_ok")
+	row := blk.Div(kb).Named("row")
+	cols := blk.Rem(kb).Mul(blockEdge).Col().Add(b.Arange(blockEdge).Row()).Named("cols")
+	mask := ok.Col().And(cols.Lt(k)).Named("mask")
+	offs := row.Col().Mul(k).Add(cols).Named("offs")
+	xf := loadF32(b, x, offs, mask)
+	scale := scaleOf(b, xf.Abs().Reduce(1, ir.RMax).Named("amax"), c)
+	b.Store(b.PtrAdd(q, offs), xf.Mul(scale.Col()).Cast(ir.FP8(c.Format)), mask)
+	b.Store(b.PtrAdd(inv, blk), b.Div(1, scale), ok)
+}
+
+// blockColsKernel: program (pk, pi) takes columns pk·BLOCK_K … of rows
+// 128·pi …: a [128, BLOCK_K] tile whose column maxima are its 128×1
+// blocks', written transposed into qt through LDS.
+func blockColsKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	qt := b.Param("qt", ir.FP8(c.Format))
+	inv := b.Param("inv_scale_t", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	bk := c.Knob("BLOCK_K")
+	mb := m.CDiv(blockEdge).Named("m_blocks")
+	cols := b.ProgramID(0).Mul(bk).Add(b.Arange(bk)).Named("cols")
+	colOK := cols.Lt(k).Named("col_ok")
+	pi := b.ProgramID(1)
+	rows := pi.Mul(blockEdge).Add(b.Arange(blockEdge)).Named("rows")
+	rowOK := rows.Lt(m).Named("row_ok")
+	xf := loadF32(b, x, rows.Col().Mul(k).Add(cols.Row()), rowOK.Col().And(colOK.Row()))
+	scale := scaleOf(b, xf.Abs().Reduce(0, ir.RMax).Named("amax"), c)
+	offsT := cols.Col().Mul(m).Add(rows.Row()).Named("offs_t")
+	b.Store(b.PtrAdd(qt, offsT), xf.Mul(scale.Row()).Cast(ir.FP8(c.Format)).Named("qt").Trans(), colOK.Col().And(rowOK.Row()))
+	b.Store(b.PtrAdd(inv, cols.Mul(mb).Add(pi)), b.Div(1, scale), colOK)
+}
+
+// blockTilesKernel: program (pk, pi) scales the 128×128 tile at rows
+// 128·pi …, columns 128·pk … by its one amax, the tile held in registers
+// (x read once).
+func blockTilesKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	q := b.Param("q", ir.FP8(c.Format))
+	inv := b.Param("inv_scale", ir.F32)
+	m, k := b.Size("M"), b.Size("K")
+	kb := k.CDiv(blockEdge).Named("k_blocks")
+	pk, pi := b.ProgramID(0), b.ProgramID(1)
+	rows := pi.Mul(blockEdge).Add(b.Arange(blockEdge)).Named("rows")
+	cols := pk.Mul(blockEdge).Add(b.Arange(blockEdge)).Named("cols")
+	mask := rows.Lt(m).Col().And(cols.Lt(k).Row()).Named("mask")
+	offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
+	xf := loadF32(b, x, offs, mask)
+	scale := scaleOf(b, xf.Abs().Reduce(1, ir.RMax).Reduce(0, ir.RMax).Named("amax"), c)
+	b.Store(b.PtrAdd(q, offs), xf.Mul(scale).Cast(ir.FP8(c.Format)), mask)
+	b.Store(b.PtrAdd(inv, pi.Mul(kb).Add(pk)), b.Div(1, scale), nil)
+}
