@@ -52,20 +52,25 @@ var BlockCast = register(&Op{
 		{Cond: e("cdiv(M * cdiv(K, 128), ROWS) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
 		{Cond: e("cdiv(M, 128) <= 65535"), Why: "grid axis 1 (blocks of 128 rows) holds at most 65535 programs: M at most 8388480"},
 	},
+	// Candidates hold the elements a lane carries (per) in every kernel:
+	// ROWS 1×128 blocks, a [128, BLOCK_K] tile, and a 128×128 tile over
+	// WARPS waves (16 waves: 32 a lane on sm_90); ~16 to 32 a lane keeps a
+	// tile's registers below 128. In the H100's tune (2026-12-06) 32 a
+	// lane at 16 waves won most bench shapes.
 	Candidates: func() []Candidate {
 		var out []Candidate
-		for _, c := range []struct{ warps, per, bk string }{{"4", "16", "64"}, {"8", "16", "32"}, {"8", "32", "64"}, {"4", "8", "128"}} {
+		for _, c := range []struct{ warps, per string }{{"16", "32"}, {"8", "16"}, {"16", "16"}, {"8", "8"}} {
 			out = append(out, Candidate{
 				{"WARPS", e(c.warps)},
 				{"ROWS", e("WARPS * WAVE * " + c.per + " / 128")},
-				{"BLOCK_K", e(c.bk)},
+				{"BLOCK_K", e("WARPS * WAVE * " + c.per + " / 128")},
 			})
 		}
 		return out
 	},
 	Ceiling: e("100"),
 	Example: Shape{"M": 4096, "K": 4096},
-	Bench:   benchShapes,
+	Bench:   append(benchShapes[:4:4], Shape{"M": 7168, "K": 2048}, Shape{"M": 2048, "K": 7168}), // and DeepSeek's weight shapes
 	Tests: Tests{
 		Shapes: []Shape{{"M": 1, "K": 1}, {"M": 3, "K": 200}, {"M": 130, "K": 128}, {"M": 257, "K": 300}, {"M": 64, "K": 1024}},
 		GPU:    []Shape{{"M": 1024, "K": 4096}, {"M": 4096, "K": 14336}, {"M": 4999, "K": 97}},
