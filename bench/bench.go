@@ -292,14 +292,18 @@ func ok(r Row, found bool) bool { return found && r.Measured() }
 // copy row of the same op and shape, such as fp8gen's rows timed from Go
 // merged with the peers' rows of the same run.
 func FillPctCopy(rows []Row) {
-	copies := map[key]Row{}
+	type onGPU struct {
+		k   key
+		gpu string
+	}
+	copies := map[onGPU]Row{} // a row's copy is its own GPU's
 	for _, r := range rows {
 		if r.Impl == ImplCopy && ok(r, true) && r.GBPerS > 0 {
-			copies[keyOf(r)] = r
+			copies[onGPU{keyOf(r), r.GPU}] = r
 		}
 	}
 	for i, r := range rows {
-		c, found := copies[keyOf(r)]
+		c, found := copies[onGPU{keyOf(r), r.GPU}]
 		if r.PctCopy == 0 && found && ok(r, true) && r.GBPerS > 0 {
 			rows[i].PctCopy = 100 * r.GBPerS / c.GBPerS
 		}
@@ -412,9 +416,24 @@ func Summary(rows []Row) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %s; fp8gen %s; PyTorch %s.\n\n", none(gpus), none(dates), none(commits), none(torches))
-	b.WriteString("| op | shape | fp8gen µs | % of copy | vs eager | vs torch.compile | vs max-autotune |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|\n")
-	for _, g := range Groups(rows) {
+	// Rows from several GPUs each name theirs.
+	multi := len(gpus) > 1
+	if multi {
+		b.WriteString("| op | shape | GPU | fp8gen µs | % of copy | vs eager | vs torch.compile | vs max-autotune |\n")
+		b.WriteString("|---|---|---|--:|--:|--:|--:|--:|\n")
+	} else {
+		b.WriteString("| op | shape | fp8gen µs | % of copy | vs eager | vs torch.compile | vs max-autotune |\n")
+		b.WriteString("|---|---|--:|--:|--:|--:|--:|\n")
+	}
+	// A case is grouped with its own GPU's rows (its copy and peers).
+	groups := Groups(rows)
+	if multi {
+		groups = nil
+		for _, gpu := range gpus {
+			groups = append(groups, Groups(slices.DeleteFunc(slices.Clone(rows), func(r Row) bool { return r.GPU != gpu }))...)
+		}
+	}
+	for _, g := range groups {
 		f, fok := g.Impl[ImplFP8Gen]
 		e, eok := g.Impl[ImplEager]
 		c, cok := g.Impl[ImplCompiled]
@@ -426,6 +445,9 @@ func Summary(rows []Row) string {
 			speedup(f, fok, e, eok),
 			speedup(f, fok, c, cok),
 			speedup(f, fok, a, aok),
+		}
+		if multi {
+			cols = slices.Insert(cols, 2, strings.TrimPrefix(f.GPU, "NVIDIA "))
 		}
 		b.WriteString("| " + strings.Join(cols, " | ") + " |\n")
 	}

@@ -270,3 +270,20 @@ func TestGroupsNameTheVaryingOptions(t *testing.T) {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 }
+
+// Rows of two GPUs: each case is its own GPU's, named in a column, and a
+// case timed on both stays two rows with their own peers.
+func TestSummaryTwoGPUs(t *testing.T) {
+	row := func(gpu, impl string, us float64) Row {
+		return Row{Op: "mx_cast", Shape: "64x64", Impl: impl, TimeUS: us, GBPerS: 100 / us, GPU: gpu, Date: "2026-12-06"}
+	}
+	s := Summary([]Row{
+		row("NVIDIA H200", ImplCopy, 4), row("NVIDIA H200", ImplFP8Gen, 5), row("NVIDIA H200", ImplCompiled, 10),
+		row("NVIDIA H100", ImplCopy, 6), row("NVIDIA H100", ImplFP8Gen, 8), row("NVIDIA H100", ImplCompiled, 12),
+	})
+	for _, want := range []string{"| op | shape | GPU |", "| `mx_cast` | 64x64 | H200 | 5.0 | 80.0 | — | 2.00× | — |", "| `mx_cast` | 64x64 | H100 | 8.0 | 75.0 | — | 1.50× | — |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
