@@ -182,6 +182,21 @@ dim = 0|1|both), written as torchao's to_mx is in plain torch:
                        NaN for all its q. q = fp8(clamp(x * 2^-X, -fmax,
                        fmax)), 2^-X the f32 of bits (254 - byte) << 23.
 
+The blockwise cast (DeepSeek-V3's; options in, fp8, pow2 as the casts,
+block = 1x128|128x1|128x128), written as DeepSeek's act_quant and
+weight_quant are in plain torch:
+
+  block_cast           x[M,K] -> q[M,K], inv_scale[M,cdiv(K,128)] (block=1x128:
+                       blocks of 128 along K), qt[K,M], inv_scale_t[K,
+                       cdiv(M,128)] (128x1: the same cast of
+                       x.t().contiguous(), blocks of 128 along M), or q[M,K],
+                       inv_scale[cdiv(M,128),cdiv(K,128)] (128x128: tiles).
+                       M and K need not be multiples of 128: x is padded with
+                       zeros (F.pad) to whole blocks, viewed [R, C/128, 128]
+                       (or [M/128, 128, K/128, 128]), amax over the block's
+                       dims (a NaN propagates, as in the casts), scaled and
+                       quantized as the casts do, and the padding sliced off.
+
 Inputs: activations randn (times 3 for the casts), weights 1 + 0.1*randn,
 probabilities rand [0, 1),
 inv_freq = 10000^(-2i/D), cos and sin of s * inv_freq[i] with i the pair
@@ -208,6 +223,7 @@ do_bench = None
 
 EPS = 1e-12  # amax floor, so an all-zero group gets a finite scale
 MX_BLOCK = 32  # elements sharing one E8M0 scale
+BLOCK = 128  # the side of block_cast's (DeepSeek-V3's) blocks
 L2_BYTES = 50 * 2**20  # H200 L2 if the device does not say; inputs rotate past twice this
 MAX_COPIES = 64
 
@@ -256,13 +272,14 @@ OPS = {
     "rowcol_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
     "mx_cast": OpSpec(("M", "K"), MX_OPTIONS, True),
+    "block_cast": OpSpec(("M", "K"), {**CAST_OPTIONS, "block": ("1x128", "128x1", "128x128")}, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
     "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise")}, True),
 }
 LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
-DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast", "mx_cast")  # x[M,K] in
+DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast", "mx_cast", "block_cast")  # x[M,K] in
 GROUPED_CASTS = ("grouped_colwise_cast", "grouped_rowcol_cast")
 BACKWARDS = ("qk_norm_rope_bwd", "swiglu_probs_bwd")  # timed as the training step, forward then backward
 
@@ -496,6 +513,12 @@ def output_specs(job):
         rows = [("q", (m, k), q), ("scale", (m, k // MX_BLOCK), "uint8")]
         cols = [("qt", (k, m), q), ("scale_t", (k, m // MX_BLOCK), "uint8")]
         return {"0": rows, "1": cols, "both": rows + cols}[o["dim"]]
+    if op == "block_cast":
+        m, k = s["M"], s["K"]
+        mb, kb = -(-m // BLOCK), -(-k // BLOCK)
+        return {"1x128": [("q", (m, k), q), ("inv_scale", (m, kb), "float32")],
+                "128x1": [("qt", (k, m), q), ("inv_scale_t", (k, mb), "float32")],
+                "128x128": [("q", (m, k), q), ("inv_scale", (mb, kb), "float32")]}[o["block"]]
     if op == "swiglu_probs":
         if o["quant"] == "none":
             return [("y", (s["R"], s["F"]), "bfloat16")]
@@ -831,6 +854,62 @@ def mx_peer(job):
     return Peer(mx_cast, compile_it(mx_cast))
 
 
+def block_peer(job):
+    """block_cast the way DeepSeek-V3's act_quant (1x128) and weight_quant
+    (128x128) read in plain torch: x zero-padded to whole blocks, viewed as
+    blocks, one amax per block, scaled and quantized as cast_peer's casts
+    scale a group, the padding sliced off."""
+    o = job["options"]
+    fp8 = getattr(torch, "float8_" + job["fp8"])
+    fmax = float(torch.finfo(fp8).max)
+    pow2 = o["pow2"] == "true"
+    block = o["block"]
+
+    def scale_of(amax):  # as cast_peer's: a NaN in amax propagates, an Inf gives scale 0
+        scale = fmax / amax.clamp(min=EPS)
+        if pow2:
+            scale = torch.exp2(torch.floor(torch.log2(scale)))
+        return scale
+
+    def quantize(xf, scale):
+        # torch's cast to fp8 does not saturate (e4m3fn overflows to NaN): clamp first.
+        return (xf * scale).clamp(-fmax, fmax).to(fp8)
+
+    def padded(xf, rows):
+        """xf[R, C] with zeros after its last column (and, with rows, its
+        last row) up to a multiple of BLOCK: zeros leave every amax as it is."""
+        r, c = xf.shape
+        pc, pr = -c % BLOCK, (-r % BLOCK if rows else 0)
+        return torch.nn.functional.pad(xf, (0, pc, 0, pr)) if pc or pr else xf
+
+    def rows_1x128(x):
+        """x[R, C] -> q[R, C], inv_scale[R, cdiv(C, 128)]: blocks of 128 along C."""
+        r, c = x.shape
+        xb = padded(x.float(), False).view(r, -1, BLOCK)
+        scale = scale_of(xb.abs().amax(dim=-1))
+        q = quantize(xb, scale[:, :, None]).view(r, -1)[:, :c].contiguous()
+        return q, 1.0 / scale
+
+    def tiles_128x128(x):
+        """x[M, K] -> q[M, K], inv_scale[cdiv(M, 128), cdiv(K, 128)]: 128x128 tiles."""
+        m, k = x.shape
+        xp = padded(x.float(), True)
+        mp, kp = xp.shape
+        xb = xp.view(mp // BLOCK, BLOCK, kp // BLOCK, BLOCK)
+        scale = scale_of(xb.abs().amax(dim=(1, 3)))
+        q = quantize(xb, scale[:, None, :, None]).view(mp, kp)[:m, :k].contiguous()
+        return q, 1.0 / scale
+
+    def block_cast(x):
+        if block == "1x128":
+            return rows_1x128(x)
+        if block == "128x1":  # the transposed x in 1x128 blocks: qt[K, M], inv_scale_t[K, cdiv(M, 128)]
+            return rows_1x128(x.t().contiguous())
+        return tiles_128x128(x)
+
+    return Peer(block_cast, compile_it(block_cast))
+
+
 def qk_forward(job, round_norm):
     """The forward chain: qk_norm_rope(qkv, q_weight, k_weight, *angles) -> (q, k, v),
     angles being (cos, sin) or, with angles=theta, (inv_freq,)."""
@@ -997,6 +1076,8 @@ def make_peer(job):
                                  "by AOTAutograd), torch.autograd.grad outside it")
     if op == "mx_cast":
         return mx_peer(job)
+    if op == "block_cast":
+        return block_peer(job)
     return cast_peer(job)
 
 

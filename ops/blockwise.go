@@ -26,6 +26,7 @@ var BlockCast = register(&Op{
 		"per 128×1 block down M (block=128x1: qt[K,M], inv_scale_t[K,cdiv(M,128)]) or per 128×128 tile " +
 		"(block=128x128: q[M,K], inv_scale[cdiv(M,128),cdiv(K,128)])",
 	Sizes: []string{"M", "K"},
+	Peers: true,
 	Options: append(append([]Option{}, castOptions...),
 		Option{Name: "block", Doc: "1x128: 128 elements of a row (activations); 128x1: 128 of a column, written transposed; 128x128: a tile (weights)",
 			Values: []string{"1x128", "128x1", "128x128"}, Default: "1x128"}),
