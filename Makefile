@@ -1,6 +1,6 @@
 # fp8gen build and test entry points. CI runs `bash .ci/run`, which runs `make test`.
 #
-#   make deps    install hipcc and the LLVM 15 tools (Debian) if missing, download Go modules
+#   make deps    install hipcc, the LLVM 15 and 22 tools (Debian) if missing, download Go modules
 #   make test    make check, go test (the AMD compile check must run, not skip),
 #                a short run of every fuzz target and the mutation check
 #   make check   gofmt check, go vet, go generate, and fail if generated code or the README's
@@ -16,10 +16,13 @@ GO ?= go
 
 # Debian packages the tests need: hipcc (HIP 5.2 on clang 15) with the HIP
 # headers and the device bitcode, llvm-15 for llvm-objdump/llvm-readelf,
-# clang-tools-15 for clang-offload-bundler, and g++ to run the emitted numeric
-# prelude on the host (emit's TestPreludeMatchesGo), python3 for the PyTorch
-# loader's torch-free tests (manifests, expressions, shape checks).
-APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 g++ python3
+# clang-tools-15 for clang-offload-bundler; clang-22, lld-22 and llvm-22
+# (bookworm-security) to compile gfx942 and gfx950 as themselves, which
+# clang 15 does not know (amdgpu.CompileFreestanding); g++ to run the
+# emitted numeric prelude on the host (emit's TestPreludeMatchesGo), python3
+# for the PyTorch loader's torch-free tests (manifests, expressions, shape
+# checks).
+APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 clang-22 lld-22 llvm-22 g++ python3
 
 # make test fails, rather than skips, the AMD compile check when hipcc is
 # missing. `make test REQUIRE_HIPCC=0` lets it skip on a machine without it.

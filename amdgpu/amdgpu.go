@@ -33,7 +33,7 @@ type Report struct {
 	Arch    string
 	Kernels []KernelInfo // in the order of the metadata note
 	Disasm  string       // llvm-objdump -d output for the whole device ELF
-	Log     string       // hipcc's diagnostics (warnings), temporary paths removed
+	Log     string       // the compiler's diagnostics (warnings), temporary paths removed
 }
 
 // Kernel returns the kernel whose symbol is name.
@@ -168,32 +168,11 @@ func compile(ctx context.Context, src, arch string, flags []string, replay bool)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "fp8gen-amdgpu-")
+	dir, run, err := newRun(ctx, src, arch, "HIPCC_VERBOSE=1")
 	if err != nil {
-		return nil, fmt.Errorf("amdgpu: %w", err)
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "kernel.hip"), []byte(src), 0o644); err != nil {
-		return nil, fmt.Errorf("amdgpu: %w", err)
-	}
-	run := func(name string, args ...string) (string, string, error) {
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
-		if name == t.hipcc {
-			cmd.Env = append(os.Environ(), "HIPCC_VERBOSE=1")
-		}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		diag := strings.ReplaceAll(stderr.String(), dir+string(filepath.Separator), "")
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				err = ctxErr
-			}
-			return "", "", fmt.Errorf("amdgpu: %s for %s: %w\n%s", filepath.Base(name), arch, err, strings.TrimRight(diag, "\n"))
-		}
-		return stdout.String(), diag, nil
-	}
 
 	var log string
 	key := strings.Join(append([]string{arch}, flags...), "\x00")
@@ -223,12 +202,22 @@ func compile(ctx context.Context, src, arch string, flags []string, replay bool)
 		"--targets="+bundle, "--output=kernel.elf"); err != nil {
 		return nil, err
 	}
+	return inspect(run, t.objdump, t.readelf, arch, log)
+}
+
+// runner runs a tool in the compile's directory: its stdout and its
+// diagnostics with the directory's path removed.
+type runner func(name string, args ...string) (stdout, diag string, err error)
+
+// inspect reads kernel.elf, the device code object: its disassembly and
+// its kernels' metadata.
+func inspect(run runner, objdump, readelf, arch, log string) (*Report, error) {
 	processor, _, _ := strings.Cut(arch, ":")
-	disasm, _, err := run(t.objdump, "-d", "--mcpu="+processor, "kernel.elf")
+	disasm, _, err := run(objdump, "-d", "--mcpu="+processor, "kernel.elf")
 	if err != nil {
 		return nil, err
 	}
-	notes, _, err := run(t.readelf, "--notes", "kernel.elf")
+	notes, _, err := run(readelf, "--notes", "kernel.elf")
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +226,102 @@ func compile(ctx context.Context, src, arch string, flags []string, replay bool)
 		return nil, err
 	}
 	return &Report{Arch: arch, Kernels: kernels, Disasm: disasm, Log: log}, nil
+}
+
+// newRun makes dir a compile's directory holding src as kernel.hip, and
+// the runner of its tools (env added to each one's environment).
+func newRun(ctx context.Context, src, arch string, env ...string) (string, runner, error) {
+	dir, err := os.MkdirTemp("", "fp8gen-amdgpu-")
+	if err != nil {
+		return "", nil, fmt.Errorf("amdgpu: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kernel.hip"), []byte(src), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("amdgpu: %w", err)
+	}
+	return dir, func(name string, args ...string) (string, string, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		if len(env) > 0 {
+			cmd.Env = append(os.Environ(), env...)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		diag := strings.ReplaceAll(stderr.String(), dir+string(filepath.Separator), "")
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				err = ctxErr
+			}
+			return "", "", fmt.Errorf("amdgpu: %s for %s: %w\n%s", filepath.Base(name), arch, err, strings.TrimRight(diag, "\n"))
+		}
+		return stdout.String(), diag, nil
+	}, nil
+}
+
+// freestandingTools are a clang that knows gfx950 and the LLVM tools of
+// its install, as absolute paths.
+type freestandingTools struct {
+	clang, objdump, readelf string
+}
+
+// freestandingLLVMs are the LLVM releases looked for, newest first: gfx950
+// came in LLVM 20 (Debian bookworm's clang-19 rejects it).
+var freestandingLLVMs = []int{24, 23, 22, 21, 20}
+
+var findFreestanding = sync.OnceValues(func() (freestandingTools, error) {
+	for _, v := range freestandingLLVMs {
+		dir := fmt.Sprintf("/usr/lib/llvm-%d/bin/", v)
+		t := freestandingTools{dir + "clang++", dir + "llvm-objdump", dir + "llvm-readelf"}
+		ok := true
+		for _, p := range []string{t.clang, t.objdump, t.readelf, dir + "ld.lld"} {
+			if _, err := os.Stat(p); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return t, nil
+		}
+	}
+	return freestandingTools{}, errors.New("amdgpu: no clang of LLVM 20 or later with its lld (on Debian bookworm: apt-get install clang-22 lld-22 llvm-22, or make deps)")
+})
+
+// AvailableFreestanding reports whether CompileFreestanding's tools are
+// installed: nil if they are, else an error saying what to install.
+func AvailableFreestanding() error {
+	_, err := findFreestanding()
+	return err
+}
+
+// FreestandingFlags are the flags CompileFreestanding gives clang before
+// the caller's: device code only, no HIP headers or device libraries (the
+// source's own prelude under FP8G_FREESTANDING stands in for them), and
+// the code object itself rather than an offload bundle.
+var FreestandingFlags = []string{"-x", "hip", "--cuda-device-only", "-nogpuinc", "-nogpulib", "-DFP8G_FREESTANDING", "--no-gpu-bundle-output"}
+
+// CompileFreestanding compiles src for arch with clang alone, no HIP
+// install: for architectures CI's hipcc does not know (gfx942, gfx950). The
+// source must stand without HIP's headers, as package emit's AMD sources
+// do under FP8G_FREESTANDING. The report is Compile's.
+func CompileFreestanding(ctx context.Context, src, arch string, flags ...string) (*Report, error) {
+	if !archRE.MatchString(arch) {
+		return nil, fmt.Errorf("amdgpu: bad architecture %q, want a target ID such as gfx950", arch)
+	}
+	t, err := findFreestanding()
+	if err != nil {
+		return nil, err
+	}
+	dir, run, err := newRun(ctx, src, arch)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	args := append(append(append([]string{}, FreestandingFlags...), "--offload-arch="+arch), flags...)
+	_, log, err := run(t.clang, append(args, "-c", "kernel.hip", "-o", "kernel.elf")...)
+	if err != nil {
+		return nil, err
+	}
+	return inspect(run, t.objdump, t.readelf, arch, log)
 }
 
 // hipccCommands holds, per architecture and flags, the compiler command that hipcc

@@ -3,12 +3,18 @@
 // registers, LDS bytes, spills and the ISA. It needs no GPU; tests use it to
 // hold emitted kernels against what schedule/ predicted.
 //
-// Compile runs four tools in a temporary directory:
+// Compile (hipcc, the path a ROCm install takes) runs four tools in a
+// temporary directory:
 //
 //	hipcc --genco --offload-arch=ARCH kernel.hip -o kernel.co   (an offload bundle)
 //	clang-offload-bundler --unbundle … --output=kernel.elf      (the device ELF)
 //	llvm-objdump -d --mcpu=ARCH kernel.elf                       (Report.Disasm)
 //	llvm-readelf --notes kernel.elf                              (Report.Kernels)
+//
+// CompileFreestanding (clang of LLVM 20 or later alone, for architectures
+// the local HIP does not know) compiles with -x hip --cuda-device-only
+// -nogpuinc -nogpulib --no-gpu-bundle-output straight to the device ELF,
+// then reads it with the same two LLVM tools of its install.
 //
 // The kernel list comes from the AMDGPU metadata note (code object v3 and
 // later, the `amdhsa.kernels:` YAML), read by a small line parser keyed on
@@ -46,6 +52,15 @@
 //   - Debian's unversioned /usr/bin/llvm-objdump is LLVM 14, which aborts on
 //     gfx940 code ("Disassembly not yet supported for subtarget"), so the
 //     LLVM 15 tools are looked up first.
+//   - Debian bookworm-security's clang-22, lld-22 and llvm-22 know gfx942
+//     and gfx950 (checked 2026-12-06, LLVM 22.1.8); clang-19 rejects
+//     gfx950. HIP 5.2's headers do not build under clang 22 and its device
+//     libraries have no gfx950, so that path compiles without either: the
+//     source's own prelude (package emit's FP8G_FREESTANDING) stands in for
+//     the header and no kernel calls the device libraries. 182 golden
+//     kernels compile so in about 0.35 s each; gfx950's scaled conversion
+//     __builtin_amdgcn_cvt_scalef32_pk_fp8_f32 becomes
+//     v_cvt_scalef32_pk_fp8_f32, and the same call for gfx942 is an error.
 //   - The disassembly pads each kernel to 256 bytes with s_nop 0 after its
 //     s_endpgm; KernelDisasm drops that padding.
 package amdgpu

@@ -1,6 +1,7 @@
 // Package emit prints a lowered kernel — the lanes program of package
 // lower — as HIP C++ for one target: AMD targets include
-// <hip/hip_runtime.h>; NVIDIA targets get a small prelude of their own and
+// <hip/hip_runtime.h>, or with FP8G_FREESTANDING defined stand on clang's
+// builtins alone; NVIDIA targets get a small prelude of their own and
 // compile with nvcc.
 //
 // The emitter decides nothing about where data lives: every index, owner
@@ -601,6 +602,8 @@ func (e *emitter) value(v *ir.Value) error {
 		} else if v.Type.Regs > 1 {
 			e.decl(v, "")
 			e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, e.expr(v, r)) })
+		} else if v.Type.DType.K == ir.KPtr { // typeOf says what it points to
+			e.line("%s const %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
 		} else {
 			e.line("const %s %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
 		}

@@ -153,7 +153,9 @@ func init() {
 		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[c.v.Op], c.a(0, 0), c.a(1, 0))
 	}
 	shifts := func(c cx) (string, int) {
-		return shift(c.v.Op, c.d(), c.a(0, precShift), c.v.Args[1], c.a(1, precShift+1))
+		// Operands above the shift's precedence, as clang's
+		// -Wshift-op-parentheses asks: 254 - s << 23 reads (254 - s) << 23.
+		return shift(c.v.Op, c.d(), c.a(0, precAdd+1), c.v.Args[1], c.a(1, precAdd+1))
 	}
 	cRules = map[ir.Op]cRule{
 		ir.OpConst: {atom: true, expr: func(c cx) (string, int) {

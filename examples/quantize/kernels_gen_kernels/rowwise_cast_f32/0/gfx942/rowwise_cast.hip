@@ -1,4 +1,50 @@
+#ifndef FP8G_FREESTANDING
 #include <hip/hip_runtime.h>
+#else
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#define __align__(n) __attribute__((aligned(n)))
+#define __forceinline__ inline __attribute__((always_inline))
+#define FP8G_HIP static __device__ inline
+typedef unsigned int uint2 __attribute__((ext_vector_type(2)));
+typedef unsigned int uint4 __attribute__((ext_vector_type(4)));
+struct fp8g_uint3 { unsigned x, y, z; };
+#define FP8G_GROUPS(d) ((__builtin_amdgcn_grid_size_##d() + __builtin_amdgcn_workgroup_size_##d() - 1) / \
+                        __builtin_amdgcn_workgroup_size_##d())
+#define threadIdx \
+  (fp8g_uint3{__builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(), __builtin_amdgcn_workitem_id_z()})
+#define blockIdx \
+  (fp8g_uint3{__builtin_amdgcn_workgroup_id_x(), __builtin_amdgcn_workgroup_id_y(), __builtin_amdgcn_workgroup_id_z()})
+#define gridDim (fp8g_uint3{FP8G_GROUPS(x), FP8G_GROUPS(y), FP8G_GROUPS(z)})
+FP8G_HIP uint2 make_uint2(unsigned a, unsigned b) { return uint2{a, b}; }
+FP8G_HIP uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+FP8G_HIP float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
+FP8G_HIP float __int_as_float(int i) { return __builtin_bit_cast(float, i); }
+FP8G_HIP unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
+FP8G_HIP int __float_as_int(float f) { return __builtin_bit_cast(int, f); }
+FP8G_HIP int max(int a, int b) { return a > b ? a : b; }
+FP8G_HIP int min(int a, int b) { return a < b ? a : b; }
+FP8G_HIP long long max(long long a, long long b) { return a > b ? a : b; }
+FP8G_HIP long long min(long long a, long long b) { return a < b ? a : b; }
+FP8G_HIP int abs(int a) { return a < 0 ? -a : a; }
+FP8G_HIP long long abs(long long a) { return a < 0 ? -a : a; }
+FP8G_HIP float rintf(float x) { return __builtin_rintf(x); }
+FP8G_HIP float sqrtf(float x) { return __builtin_sqrtf(x); }
+FP8G_HIP int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+FP8G_HIP void __syncthreads() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+FP8G_HIP int __shfl_xor(int v, int mask) {
+  const int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+  return __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, v);
+}
+FP8G_HIP unsigned __shfl_xor(unsigned v, int mask) { return (unsigned)__shfl_xor((int)v, mask); }
+FP8G_HIP float __shfl_xor(float v, int mask) { return __int_as_float(__shfl_xor(__float_as_int(v), mask)); }
+#endif
 #include <stdint.h>
 
 #define FP8G_FN static __device__ __forceinline__
