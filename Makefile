@@ -24,8 +24,8 @@ GO ?= go
 # checks).
 APT_PACKAGES := hipcc libamdhip64-dev rocm-device-libs llvm-15 clang-tools-15 clang-22 lld-22 llvm-22 g++ python3
 
-# make test fails, rather than skips, the AMD compile check when hipcc is
-# missing. `make test REQUIRE_HIPCC=0` lets it skip on a machine without it.
+# make test fails, rather than skips, the AMD compile check when hipcc or
+# clang 22 is missing. `make test REQUIRE_HIPCC=0` lets it skip on a machine without it.
 REQUIRE_HIPCC ?= 1
 # Likewise python3 for the PyTorch loader's torch-free tests.
 REQUIRE_PYTHON ?= 1

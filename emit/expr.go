@@ -155,7 +155,12 @@ func init() {
 	shifts := func(c cx) (string, int) {
 		// Operands above the shift's precedence, as clang's
 		// -Wshift-op-parentheses asks: 254 - s << 23 reads (254 - s) << 23.
-		return shift(c.v.Op, c.d(), c.a(0, precAdd+1), c.v.Args[1], c.a(1, precAdd+1))
+		// ShrU casts its left operand: (unsigned)a / 3 would divide unsigned.
+		left := precAdd + 1
+		if c.v.Op == ir.OpShrU {
+			left = precUnary
+		}
+		return shift(c.v.Op, c.d(), c.a(0, left), c.v.Args[1], c.a(1, precAdd+1))
 	}
 	cRules = map[ir.Op]cRule{
 		ir.OpConst: {atom: true, expr: func(c cx) (string, int) {

@@ -37,11 +37,17 @@ func header(t *target.Target) string {
 // target compiles the source with no HIP install at all (clang++ -x hip
 // --offload-arch=gfx950 --cuda-device-only -nogpuinc -nogpulib
 // -DFP8G_FREESTANDING), as package amdgpu's freestanding check does for
-// gfx942 and gfx950. The definitions are HIP's: __syncthreads fences the
-// workgroup around the barrier, gridDim rounds up, __clz(0) is 32.
+// gfx942 and gfx950. They follow HIP's for the uses the emitter makes:
+// __syncthreads fences the workgroup around the barrier, gridDim rounds
+// up, __clz(0) is 32; __shfl_xor omits HIP's clamp of lane masks of 64 and
+// more (the emitter's are at most 32); sqrtf is correctly rounded from
+// LLVM 17 on, so an older clang is refused.
 const amdHeader = `#ifndef FP8G_FREESTANDING
 #include <hip/hip_runtime.h>
 #else
+#if __clang_major__ < 17
+#error "FP8G_FREESTANDING needs clang 17 or later (correctly rounded sqrtf)"
+#endif
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))

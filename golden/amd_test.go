@@ -86,16 +86,50 @@ func requireNative(t *testing.T) {
 	}
 }
 
+// usable reports whether cc's tools are installed; without them it fails
+// the test under FP8GEN_REQUIRE_HIPCC=1, else logs that cc's part is left out.
+func (cc amdCompiler) usable(t *testing.T) bool {
+	t.Helper()
+	err := cc.available()
+	if err == nil {
+		return true
+	}
+	if os.Getenv("FP8GEN_REQUIRE_HIPCC") == "1" {
+		t.Fatalf("FP8GEN_REQUIRE_HIPCC=1: %v", err)
+	}
+	t.Logf("leaving out the %s compiles: %v", cc.name, err)
+	return false
+}
+
+// spillAllow is how many SGPRs a kernel may spill into VGPR lanes, and why.
+type spillAllow struct {
+	max int
+	why string
+}
+
+// noWarnings fails the test if cc held rep's warnings to none and it has some.
+func (cc amdCompiler) noWarnings(t *testing.T, where string, rep *amdgpu.Report) {
+	t.Helper()
+	if cc.warningsFail && rep.Log != "" {
+		t.Errorf("%s: %s warns:\n%s", where, cc.name, rep.Log)
+	}
+}
+
 // amdCompiler is one way the AMD check compiles a kernel: hipcc for a
 // stand-in architecture CI's HIP knows, or clang alone for the target.
 type amdCompiler struct {
-	name    string
-	arch    func(*target.Target) string // "" where this compiler cannot build the target
-	compile func(string, *target.Target) (*amdgpu.Report, error)
-	require func(*testing.T)
+	name      string
+	arch      func(*target.Target) string // "" where this compiler cannot build the target
+	compile   func(string, *target.Target) (*amdgpu.Report, error)
+	require   func(*testing.T)
+	available func() error
 	// sgprSpills names the kernels that may spill SGPRs, as long as the
-	// spills go into VGPR lanes (v_writelane, no scratch memory), and why.
-	sgprSpills map[string]string
+	// spills go into VGPR lanes (v_writelane, no scratch memory): how many
+	// at most, and why.
+	sgprSpills map[string]spillAllow
+	// warningsFail: any diagnostic of this compiler fails the test (clang's:
+	// without HIP's headers every line it reads is the emitter's).
+	warningsFail bool
 	// The register estimate's stated margin against this compiler's VGPR
 	// count over every golden kernel (the estimate counts every live tile
 	// register as one VGPR; the compilers unroll qk_norm_rope_dw's fold).
@@ -106,10 +140,8 @@ type amdCompiler struct {
 
 var amdCompilers = []amdCompiler{
 	{
-		name: "hipcc", arch: func(tg *target.Target) string { return tg.CheckArch }, compile: compileHIP, require: requireHipcc,
-		sgprSpills: map[string]string{
-			"grouped_cast_rows": "two nested loops with runtime bounds over the 105 SGPRs that the one-loop grouped_cast uses already (2026-12-01: 11-15 spilled at every tile tried)",
-		},
+		name: "hipcc", arch: func(tg *target.Target) string { return tg.CheckArch }, compile: compileHIP,
+		require: requireHipcc, available: amdgpu.Available,
 		// 2026-12-01, gfx940: ×0.38 (rowwise_cast, 25 against 65) to ×1.86
 		// (qk_norm_rope_dw, 52 against 28).
 		regLo: 0.35, regHi: 2.0,
@@ -119,14 +151,15 @@ var amdCompilers = []amdCompiler{
 		defaultsOnly: true,
 	},
 	{
-		name: "clang", arch: func(tg *target.Target) string { return tg.Name }, compile: compileNative, require: requireNative,
-		// 2026-12-06, clang 22: the same loops keep more addresses and
+		name: "clang", arch: func(tg *target.Target) string { return tg.Name }, compile: compileNative,
+		require: requireNative, available: amdgpu.AvailableFreestanding, warningsFail: true,
+		// 2026-12-06, clang 22: the grouped loops keep more addresses and
 		// group bounds in SGPRs than clang 15 for gfx940 (which spills none
-		// of these): 2 to 23 go into VGPR lanes.
-		sgprSpills: map[string]string{
-			"grouped_cast_rows":   "as hipcc's: two nested loops with runtime bounds (2 spilled)",
-			"grouped_cast":        "the grouped loop's group bounds and addresses: 10-12 spilled with odd sizes, none at the aligned ones",
-			"grouped_rowcol_cast": "two passes over each group's rows with their bounds held: 5-23 spilled",
+		// of these); the most spilled on gfx942 or gfx950.
+		sgprSpills: map[string]spillAllow{
+			"grouped_cast_rows":   {2, "two nested loops with runtime bounds"},
+			"grouped_cast":        {12, "the grouped loop's group bounds and addresses with odd sizes (none at the aligned ones)"},
+			"grouped_rowcol_cast": {23, "two passes over each group's rows with their bounds held"},
 		},
 		// 2026-12-06, gfx942 and gfx950: ×0.41 (rowwise_cast on gfx950, 111
 		// against 273) to ×2.14 (qk_norm_rope_dw on gfx942, 90 against 42).
@@ -150,13 +183,22 @@ func TestAMDCompile(t *testing.T) {
 		cc   amdCompiler
 		arch string
 	}
+	var compilers []amdCompiler
+	for _, cc := range amdCompilers {
+		if cc.usable(t) {
+			compilers = append(compilers, cc)
+		}
+	}
+	if len(compilers) == 0 {
+		t.Skip("skipping the AMD compile check: no AMD compiler is installed")
+	}
 	var jobs []job
 	var noHipcc []string
 	for _, c := range cases(t) {
 		if c.target.Vendor != target.AMD {
 			continue
 		}
-		for _, cc := range amdCompilers {
+		for _, cc := range compilers {
 			arch := cc.arch(c.target)
 			if arch == "" {
 				noHipcc = append(noHipcc, c.name)
@@ -177,9 +219,6 @@ func TestAMDCompile(t *testing.T) {
 		t.Logf("compiled by clang alone, no hipcc check (CI's hipcc, HIP 5.2 on clang 15, knows no architecture that stands in for their target): %s",
 			strings.Join(noHipcc, ", "))
 	}
-	for _, cc := range amdCompilers {
-		cc.require(t)
-	}
 
 	reps, errs := make([]*amdgpu.Report, len(jobs)), make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -198,9 +237,7 @@ func TestAMDCompile(t *testing.T) {
 			t.Errorf("%s: %v", where, errs[i])
 			continue
 		}
-		if j.cc.name == "clang" && reps[i].Log != "" {
-			t.Errorf("%s: clang warns:\n%s", where, reps[i].Log)
-		}
+		j.cc.noWarnings(t, where, reps[i])
 		k, ok := reps[i].Kernel(j.name)
 		if !ok {
 			t.Errorf("%s: the compiler reports no kernel %s; it has %v", where, j.name, reps[i].Kernels)
@@ -211,8 +248,10 @@ func TestAMDCompile(t *testing.T) {
 			j.name, tg.Name, j.arch, j.cc.name, j.c.plan.Schedule, k.VGPRs, k.AGPRs, pred.Regs, k.SGPRs,
 			k.LDSBytes, pred.LDSBytes, k.VGPRSpills, k.SGPRSpills, k.PrivateBytes)
 		sgpr := k.SGPRSpills
-		if why, ok := j.cc.sgprSpills[strings.TrimRight(strings.TrimRight(j.name, "0123456789abcdef"), "_")]; ok && k.PrivateBytes == 0 {
-			t.Logf("%s: %d SGPRs spilled into VGPR lanes, allowed: %s", where, sgpr, why)
+		if a, ok := j.cc.sgprSpills[strings.TrimRight(strings.TrimRight(j.name, "0123456789abcdef"), "_")]; ok && k.PrivateBytes == 0 && sgpr <= a.max {
+			if sgpr > 0 {
+				t.Logf("%s: %d SGPRs spilled into VGPR lanes, allowed up to %d: %s", where, sgpr, a.max, a.why)
+			}
 			sgpr = 0
 		}
 		if k.VGPRSpills != 0 || sgpr != 0 || k.PrivateBytes != 0 {
@@ -360,6 +399,7 @@ func relaxedAmax(t *testing.T, c *goldenCase, cc amdCompiler) {
 		if err != nil {
 			t.Fatalf("%s: %v", labels[i], err)
 		}
+		cc.noWarnings(t, labels[i], reps[i])
 		disasm[i] = reps[i].KernelDisasm(names[i])
 		if disasm[i] == "" {
 			t.Fatalf("%s: no disassembly of %s", labels[i], names[i])
@@ -442,6 +482,7 @@ func capabilities(t *testing.T, tg *target.Target, cc amdCompiler) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cc.noWarnings(t, c.Name, rep)
 			info, ok := rep.Kernel(k.Name)
 			if !ok {
 				t.Fatalf("%s reports no kernel %s", cc.name, k.Name)

@@ -1,6 +1,9 @@
 #ifndef FP8G_FREESTANDING
 #include <hip/hip_runtime.h>
 #else
+#if __clang_major__ < 17
+#error "FP8G_FREESTANDING needs clang 17 or later (correctly rounded sqrtf)"
+#endif
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
