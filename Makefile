@@ -30,7 +30,7 @@ REQUIRE_HIPCC ?= 1
 # Likewise python3 for the PyTorch loader's torch-free tests.
 REQUIRE_PYTHON ?= 1
 TEST_TIMEOUT ?= 20m
-FUZZTIME ?= 10s
+FUZZTIME ?= 5s
 # How long a worker may spend shrinking an input it found (one with new
 # coverage, or a failing one) before it fuzzes on. Go's default, 60s, is
 # longer than the whole run: a worker that finds a new 2 KB manifest in

@@ -53,13 +53,19 @@ func kernel(t *testing.T, warps int, div map[string]int, setup func(b *ir.Builde
 // launch runs f, failing the test if it hangs.
 func launch(t *testing.T, f *ir.Func, grid [3]int, args ...any) error {
 	t.Helper()
+	return launchWithin(t, 10*time.Second, f, grid, args...)
+}
+
+// launchWithin is launch with its own bound on the wall time.
+func launchWithin(t *testing.T, d time.Duration, f *ir.Func, grid [3]int, args ...any) error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- interp.Launch(f, grid, args) }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Launch of %s over %v did not return", f.Name, grid)
+	case <-time.After(d):
+		t.Fatalf("Launch of %s over %v did not return in %v", f.Name, grid, d)
 		return nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fp8gen/fp8gen/interp"
 	"github.com/fp8gen/fp8gen/ir"
@@ -44,7 +45,7 @@ func gridBarrierRun(t *testing.T, f *ir.Func, n int) {
 	t.Helper()
 	what := fmt.Sprintf("grid %d (resident %d)", n, interp.MaxResident)
 	sum, cnt, out := make([]byte, 4), make([]byte, 4), make([]byte, 4*50)
-	if err := launch(t, f, [3]int{n, 1, 1}, sum, cnt, out); err != nil {
+	if err := waitLaunch(t, f, [3]int{n, 1, 1}, sum, cnt, out); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 	ran := min(n, interp.MaxResident) // the interpreter clamps a waiting kernel's grid
@@ -66,7 +67,7 @@ func gridBarrierRun(t *testing.T, f *ir.Func, n int) {
 
 func TestWaitDeadlock(t *testing.T) {
 	f := kernel(t, 2, nil, gridBarrier(1))
-	err := launch(t, f, [3]int{4, 1, 1}, make([]byte, 4), make([]byte, 4), make([]byte, 16))
+	err := waitLaunch(t, f, [3]int{4, 1, 1}, make([]byte, 4), make([]byte, 4), make([]byte, 16))
 	if err == nil || !strings.Contains(err.Error(), "deadlock") || !strings.Contains(err.Error(), "count[0] ≥ 5, at 4") {
 		t.Fatalf("a wait no program can end: got %v, want a deadlock error naming the counter", err)
 	}
@@ -82,7 +83,7 @@ func TestWaitFailureNotDeadlock(t *testing.T) {
 		b.Signal(cnt, 1)
 		b.Wait(cnt, b.NumPrograms(0))
 	})
-	err := launch(t, f, [3]int{4, 1, 1}, make([]byte, 4), make([]byte, 16))
+	err := waitLaunch(t, f, [3]int{4, 1, 1}, make([]byte, 4), make([]byte, 16))
 	if err == nil || strings.Contains(err.Error(), "deadlock") || !strings.Contains(err.Error(), "out-of-bounds") {
 		t.Fatalf("got %v, want program 3's out-of-bounds store", err)
 	}
@@ -115,7 +116,7 @@ func TestWaitOnAnAtomicCounter(t *testing.T) {
 		})
 	})
 	for range 50 {
-		if err := launch(t, f, [3]int{2, 1, 1}, make([]byte, 4), make([]byte, 4)); err != nil {
+		if err := waitLaunch(t, f, [3]int{2, 1, 1}, make([]byte, 4), make([]byte, 4)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +140,7 @@ func TestWaitTwice(t *testing.T) {
 	})
 	for range 20 {
 		out := make([]byte, 8*5)
-		if err := launch(t, f, [3]int{5, 1, 1}, make([]byte, 4), make([]byte, 4), out); err != nil {
+		if err := waitLaunch(t, f, [3]int{5, 1, 1}, make([]byte, 4), make([]byte, 4), out); err != nil {
 			t.Fatal(err)
 		}
 		for p := range 5 {
@@ -154,7 +155,7 @@ func TestWaitTwice(t *testing.T) {
 // A kernel that waits takes a grid of one axis, whatever its size.
 func TestWaitGridOneAxis(t *testing.T) {
 	f := kernel(t, 2, nil, gridBarrier(0))
-	err := launch(t, f, [3]int{2, 2, 1}, make([]byte, 4), make([]byte, 4), make([]byte, 16))
+	err := waitLaunch(t, f, [3]int{2, 2, 1}, make([]byte, 4), make([]byte, 4), make([]byte, 16))
 	if err == nil || !strings.Contains(err.Error(), "one-dimensional") {
 		t.Fatalf("a 2 × 2 grid: got %v, want it refused", err)
 	}
@@ -169,8 +170,16 @@ func TestWaitSignalsOnly(t *testing.T) {
 		b.Wait(cnt, b.NumPrograms(0))
 	})
 	for range 50 {
-		if err := launch(t, f, [3]int{8, 1, 1}, make([]byte, 4)); err != nil {
+		if err := waitLaunch(t, f, [3]int{8, 1, 1}, make([]byte, 4)); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// waitLaunch bounds the grid-wait tests' launches to 2 s: their grids are
+// a few programs that end in milliseconds, and a wait the interpreter
+// fails to call a deadlock hangs until the bound.
+func waitLaunch(t *testing.T, f *ir.Func, grid [3]int, args ...any) error {
+	t.Helper()
+	return launchWithin(t, 2*time.Second, f, grid, args...)
 }

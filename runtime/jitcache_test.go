@@ -155,9 +155,9 @@ func TestCacheSurvivesKill(t *testing.T) {
 	t.Setenv("NVCC", f.script)
 	t.Setenv("TMPDIR", t.TempDir()) // the killed helper's work folders
 	tgt := lookup(t, "sm_90")
-	// A 16 MiB source makes a 16 MiB image, long enough to write that random
+	// A 4 MiB source makes a 4 MiB image, long enough to write that random
 	// kills land in the write too.
-	src := goodSrc + "//" + strings.Repeat("x", 16<<20) + "\n"
+	src := goodSrc + "//" + strings.Repeat("x", 4<<20) + "\n"
 	srcFile := filepath.Join(t.TempDir(), "src")
 	if err := os.WriteFile(srcFile, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestCacheSurvivesKill(t *testing.T) {
 		}
 		r := rand.New(rand.NewPCG(3, 4))
 		outcomes := map[string]int{}
-		const kills = 20
+		const kills = 12
 		for i := range kills {
 			dir := t.TempDir()
 			cmd, out := killHelper(t, dir, srcFile, "go on")
