@@ -1624,11 +1624,11 @@ class TestPeerMaths(unittest.TestCase):
         # every block, fp8 and pow2 with the input dtypes taken in turn.
         names = ["in", "fp8", "pow2", "block"]
         start, used = {}, {}
-        for m, k in ((3, 200), (131, 130), (128, 128)):
-            rest = list(itertools.product(*(peers.OPS["block_cast"].options[n] for n in names[1:])))
-            ins = peers.OPS["block_cast"].options["in"]
-            combos = [(d,) + r for d in ins for r in rest] if m == 3 else \
-                [(ins[j % len(ins)],) + r for j, r in enumerate(rest)]
+        ins = peers.OPS["block_cast"].options["in"]
+        rest = list(itertools.product(*(peers.OPS["block_cast"].options[n] for n in names[1:])))
+        every = [(d,) + r for d in ins for r in rest]
+        in_turn = [(ins[j % len(ins)],) + r for j, r in enumerate(rest)]
+        for m, k, combos in ((3, 200, every), (131, 130, in_turn), (128, 128, in_turn)):
             for combo in combos:
                 o = dict(zip(names, combo))
                 with self.subTest(m=m, k=k, **o):
