@@ -56,8 +56,9 @@ type Arg struct {
 	Role  Role
 	Init  float64 // scratch: every element's initial value
 	Doc   string
-	// When, if set, is the option value ("layout=nk") under which the
-	// tensor exists; other values of that option leave it out.
+	// When, if set, is the condition on the options ("layout=nk",
+	// "dim=0|both,scales=swizzled": every term holds) under which the
+	// tensor exists; other values leave it out.
 	When string
 	// Status, if set, makes a scratch tensor a status word: the kernels
 	// set it where they find bad input on the device (offsets that
@@ -70,25 +71,59 @@ type Arg struct {
 // Present reports whether the tensor exists under the call's options.
 func (t *Arg) Present(o Options) bool { return holds(t.When, o) }
 
-// holds reports whether options o meet cond, "option=value" or
-// "option=value|value…" ("" always). Tensors, kernels and size rules are
-// conditioned alike.
+// holds reports whether options o meet cond: "option=value" or
+// "option=value|value…", or several such joined by "," (all must hold);
+// "" always holds. Tensors, kernels and size rules are conditioned alike.
 func holds(cond string, o Options) bool {
-	if cond == "" {
-		return true
+	for _, t := range condTerms(cond) {
+		if !slices.Contains(t.values, o[t.option]) {
+			return false
+		}
 	}
-	k, v, _ := strings.Cut(cond, "=")
-	return slices.Contains(strings.Split(v, "|"), o[k])
+	return true
 }
 
-// optionCond says what is wrong with a condition "option=value" of op's
-// description, if anything.
+// condTerm is one "option=value|value…" of a condition.
+type condTerm struct {
+	option string
+	values []string
+}
+
+// condTerms splits a condition into its terms (none for "").
+func condTerms(cond string) []condTerm {
+	if cond == "" {
+		return nil
+	}
+	var ts []condTerm
+	for _, t := range strings.Split(cond, ",") {
+		k, v, _ := strings.Cut(t, "=")
+		ts = append(ts, condTerm{k, strings.Split(v, "|")})
+	}
+	return ts
+}
+
+// disjoint reports whether no options meet both conditions: some option
+// both name takes disjoint values in the two.
+func disjoint(a, b string) bool {
+	for _, s := range condTerms(a) {
+		for _, t := range condTerms(b) {
+			if s.option == t.option && !slices.ContainsFunc(s.values, func(v string) bool { return slices.Contains(t.values, v) }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// optionCond says what is wrong with a condition of op's description, if
+// anything.
 func (op *Op) optionCond(what, cond string) error {
-	k, vs, _ := strings.Cut(cond, "=")
-	i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == k })
-	for _, v := range strings.Split(vs, "|") {
-		if i < 0 || !slices.Contains(op.Options[i].Values, v) {
-			return fmt.Errorf("%s: when %q names no option value", what, cond)
+	for _, t := range condTerms(cond) {
+		i := slices.IndexFunc(op.Options, func(o Option) bool { return o.Name == t.option })
+		for _, v := range t.values {
+			if i < 0 || !slices.Contains(op.Options[i].Values, v) {
+				return fmt.Errorf("%s: when %q names no option value", what, cond)
+			}
 		}
 	}
 	return nil
@@ -96,7 +131,7 @@ func (op *Op) optionCond(what, cond string) error {
 
 // OptionRule is a size rule that holds when an option has a value.
 type OptionRule struct {
-	When string // "option=value"
+	When string // a condition on the options, as Arg.When
 	schedule.Constraint
 }
 
@@ -349,16 +384,14 @@ func (op *Op) check() error {
 	}
 	var errs []error
 	for i, t := range op.Tensors {
-		// One name, several tensors: each under its own values of one
+		// One name, several tensors: each under its own values of an
 		// option, so that a call's options pick at most one.
 		for _, u := range op.Tensors[:i] {
 			if u.Name != t.Name {
 				continue
 			}
-			k, vs, _ := strings.Cut(t.When, "=")
-			uk, uvs, _ := strings.Cut(u.When, "=")
-			if k == "" || k != uk || slices.ContainsFunc(strings.Split(vs, "|"), func(v string) bool { return slices.Contains(strings.Split(uvs, "|"), v) }) {
-				errs = append(errs, fmt.Errorf("tensor %s is named twice: the two must be conditioned on disjoint values of one option (when %q and %q)", t.Name, u.When, t.When))
+			if !disjoint(t.When, u.When) {
+				errs = append(errs, fmt.Errorf("tensor %s is named twice: the two must be conditioned on disjoint values of an option (when %q and %q)", t.Name, u.When, t.When))
 			}
 		}
 		if t.When != "" {
