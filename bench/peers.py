@@ -164,7 +164,8 @@ true|false, fp8, pow2 as the casts, quant):
                        compile silu * up * probs and call autograd outside.
 
 The MX cast (options in = bf16|f32, fp8 = e4m3|e5m2, mx_round = floor|rceil,
-dim = 0|1|both), written as torchao's to_mx is in plain torch:
+dim = 0|1|both, scales = rowmajor|swizzled), written as torchao's to_mx is in
+plain torch:
 
   mx_cast              x[M,K] -> q[M,K], scale[M,K/32] (dim=0: blocks of 32
                        along K), qt[K,M], scale_t[K,M/32] (dim=1: the same
@@ -181,6 +182,9 @@ dim = 0|1|both), written as torchao's to_mx is in plain torch:
                        mantissa. A block with a NaN or Inf gets byte 0xFF and
                        NaN for all its q. q = fp8(clamp(x * 2^-X, -fmax,
                        fmax)), 2^-X the f32 of bits (254 - byte) << 23.
+                       scales=swizzled rearranges each scale matrix as
+                       torchao's to_blocked does (F.pad to 128 rows and 4
+                       columns, view, permute, transpose), a flat tensor.
 
 The blockwise cast (DeepSeek-V3's; options in, fp8, pow2 as the casts,
 block = 1x128|128x1|128x128), written as DeepSeek's act_quant and
@@ -255,7 +259,7 @@ class OpSpec:
 
 CAST_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "pow2": ("false", "true")}
 MX_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "mx_round": ("floor", "rceil"),
-              "dim": ("0", "1", "both")}
+              "dim": ("0", "1", "both"), "scales": ("rowmajor", "swizzled")}
 QK_OPTIONS = {"order": ("bshd", "sbhd"), "rope": ("neox", "gptj"), "weight": ("bf16", "f32"),
               "eps": ("1e-6", "1e-5"), "angles": ("table", "theta")}
 
@@ -510,8 +514,12 @@ def output_specs(job):
                 ("qt", (s["K"], s["T"]), q), ("inv_scale_col", (s["E"], s["K"]), "float32")]
     if op == "mx_cast":
         m, k = s["M"], s["K"]
-        rows = [("q", (m, k), q), ("scale", (m, k // MX_BLOCK), "uint8")]
-        cols = [("qt", (k, m), q), ("scale_t", (k, m // MX_BLOCK), "uint8")]
+        if o["scales"] == "swizzled":  # flat, padded to 128x4 tiles
+            rows = [("q", (m, k), q), ("scale", (swizzled_len(m, k // MX_BLOCK),), "uint8")]
+            cols = [("qt", (k, m), q), ("scale_t", (swizzled_len(k, m // MX_BLOCK),), "uint8")]
+        else:
+            rows = [("q", (m, k), q), ("scale", (m, k // MX_BLOCK), "uint8")]
+            cols = [("qt", (k, m), q), ("scale_t", (k, m // MX_BLOCK), "uint8")]
         return {"0": rows, "1": cols, "both": rows + cols}[o["dim"]]
     if op == "block_cast":
         m, k = s["M"], s["K"]
@@ -810,6 +818,11 @@ def f32_value(v):
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
+def swizzled_len(rows, cols):
+    """The bytes of a [rows, cols] scale matrix in 128x4 tiles, padded."""
+    return -(-rows // 128) * 128 * (-(-cols // 4) * 4)
+
+
 def mx_peer(job):
     """mx_cast the way torchao's to_mx writes it in plain torch: x viewed as
     blocks of 32 along its last dim, the E8M0 byte from the bits of each
@@ -845,11 +858,25 @@ def mx_peer(job):
         q = y.clamp(-fmax, fmax).to(fp8).reshape(r, c)
         return q, s.to(torch.uint8)
 
+    def swizzle(s):
+        """s[R, C] -> the flat layout the GEMMs read (torchao's to_blocked):
+        zero-padded to 128x4 tiles, each tile's rows r and r+32, r+64, r+96
+        side by side."""
+        r, c = s.shape
+        rp, cp = -(-r // 128) * 128, -(-c // 4) * 4
+        p = torch.nn.functional.pad(s, (0, cp - c, 0, rp - r))
+        t = p.view(rp // 128, 128, cp // 4, 4).permute(0, 2, 1, 3)
+        return t.reshape(-1, 4, 32, 4).transpose(1, 2).reshape(-1)
+
+    def blocks(x):
+        q, s = mx_blocks(x)
+        return (q, swizzle(s)) if o["scales"] == "swizzled" else (q, s)
+
     def mx_cast(x):
         if dim == "0":
-            return mx_blocks(x)
-        qt = mx_blocks(x.t().contiguous())
-        return qt if dim == "1" else mx_blocks(x) + qt
+            return blocks(x)
+        qt = blocks(x.t().contiguous())
+        return qt if dim == "1" else blocks(x) + qt
 
     return Peer(mx_cast, compile_it(mx_cast))
 

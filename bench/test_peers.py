@@ -300,7 +300,9 @@ class FT:
         s, e = norm_dim(start_dim, n), norm_dim(end_dim, n)
         return self.reshape(self.shape[:s] + (numel(self.shape[s:e + 1]),) + self.shape[e + 1:])
 
-    def permute(self, perm):
+    def permute(self, *perm):
+        if len(perm) == 1 and isinstance(perm[0], (tuple, list)):
+            perm = tuple(perm[0])
         shape = tuple(self.shape[p] for p in perm)
         out = []
         for i in range(numel(shape)):
@@ -787,6 +789,19 @@ def ref_mx(x, fmt, rceil, dim):
     return out
 
 
+def ref_mx_swizzle(scales, rows, cols):
+    """scales (row-major [rows, cols]) in the GEMMs' layout (ops/mx.go): tile
+    (r // 128, c // 4) of the zero-padded matrix at 512 bytes a tile, tiles
+    row-major, S[r, c] at (r % 32) * 16 + (r % 128 // 32) * 4 + c % 4 in it."""
+    tiles_per_row = -(-cols // 4)
+    out = [0] * (-(-rows // 128) * tiles_per_row * 512)
+    for r in range(rows):
+        for c in range(cols):
+            tile = r // 128 * tiles_per_row + c // 4
+            out[tile * 512 + r % 32 * 16 + r % 128 // 32 * 4 + c % 4] = scales[r * cols + c]
+    return out
+
+
 def mx_blocks_to_plant(dtype, fmax, rng):
     """Blocks of 32 values of the classes the scale rules break on, rounded to dtype."""
     step = 1 if dtype is float32 else 0x10000  # one ulp of dtype, in f32 bits
@@ -1033,7 +1048,7 @@ class TestJobs(unittest.TestCase):
         self.assertEqual(list(j["sizes"]), ["E", "K", "N"])
         j = peers.validate_job({"op": "mx_cast", "shape": "s", "sizes": {"K": 64, "M": 32}, "fp8": "e4m3fn",
                                 "ideal_bytes": 5}, 0)
-        self.assertEqual(j["options"], {"in": "bf16", "fp8": "e4m3", "mx_round": "floor", "dim": "0"})
+        self.assertEqual(j["options"], {"in": "bf16", "fp8": "e4m3", "mx_round": "floor", "dim": "0", "scales": "rowmajor"})
         self.assertEqual((list(j["sizes"]), j["fp8"]), (["M", "K"], "e4m3fn"))
         j = peers.validate_job({"op": "block_cast", "shape": "s", "sizes": {"K": 97, "M": 3}, "fp8": "e4m3fnuz",
                                 "options": {"pow2": "true"}, "ideal_bytes": 5}, 0)
@@ -1528,6 +1543,11 @@ class TestPeerMaths(unittest.TestCase):
         """The peer's outputs are ref_mx's, bit for bit (q codes and scale bytes)."""
         o = j["options"]
         want = ref_mx(x, self.fmt_of(j), o["mx_round"] == "rceil", o["dim"])
+        if o.get("scales") == "swizzled":
+            m, k = x.shape
+            for name, rows, cols in (("scale", m, k // 32), ("scale_t", k, m // 32)):
+                if name in want:
+                    want[name] = ref_mx_swizzle(want[name], rows, cols)
         names = [s[0] for s in peers.output_specs(j)]
         self.assertEqual(names, list(want))
         for name, t in zip(names, outs):
@@ -1551,6 +1571,32 @@ class TestPeerMaths(unittest.TestCase):
                         self.check_mx(j, x, outs)
                     scales = set(outs[1].data)  # the planted blocks reach both ends of E8M0
                     self.assertTrue({0, 0xFF} <= scales, sorted(scales))
+
+    def test_mx_cast_swizzled(self):
+        # 160 rows and 96 columns: two row tiles (the second mostly padding)
+        # along M, and 3 or 5 blocks a row, padded to 4 or 8.
+        for dim in ("0", "1", "both"):
+            for m, k in ((160, 96), (32, 160)):
+                with self.subTest(dim=dim, m=m, k=k):
+                    j = job("mx_cast", {"M": m, "K": k}, dim=dim, scales="swizzled")
+                    x = mx_input(m, k, self.fake.bfloat16, self.fmt_of(j).max, self.rng)
+                    specs = dict((n, shape) for n, shape, _ in peers.output_specs(j))
+                    for outs in self.run_both(j, x):
+                        self.check_mx(j, x, outs)
+                        for (name, shape), t in zip(specs.items(), outs):
+                            self.assertEqual(t.shape, shape, name)
+        j = job("mx_cast", {"M": 160, "K": 96}, dim="both", scales="swizzled")
+        self.assertEqual([s[1] for s in peers.output_specs(j)], [(160, 96), (256 * 4,), (96, 160), (128 * 8,)])
+
+    def test_mx_swizzle_reference(self):
+        # The layout's definition, read off torchao's to_blocked for one tile:
+        # row r's four bytes at 16 (r % 32) + 4 (r // 32).
+        s = list(range(128 * 4))
+        got = ref_mx_swizzle(s, 128, 4)
+        self.assertEqual(got[:8], [0, 1, 2, 3, 128, 129, 130, 131])
+        self.assertEqual(got[16:20], [4, 5, 6, 7])
+        self.assertEqual(sorted(got), s)
+        self.assertEqual(ref_mx_swizzle([7], 1, 1), [7] + [0] * 511)
 
     def test_mx_reference_rceil_is_ceil_log2_but_at_2_to_the_minus_127(self):
         # ops/mx.go: rceil is ceil(log2(amax / fmax)) exactly, the f32

@@ -45,6 +45,18 @@ var mxOptions = []Option{
 	castOptions[0], castOptions[1],
 	{Name: "mx_round", Doc: "the scale rule: floor (OCP) or rceil (NVIDIA's, round the descale up)", Values: []string{"floor", "rceil"}, Default: "floor"},
 	{Name: "dim", Doc: "0: q[M,K] with blocks along K; 1: qt[K,M] (transposed) with blocks along M; both: both from one read", Values: []string{"0", "1", "both"}, Default: "0"},
+	{Name: "scales", Doc: "rowmajor: [rows, blocks]; swizzled: the 128x4 tiles cuBLASLt (VEC32_UE8M0) and torch._scaled_mm read, rows padded to 128 and blocks to 4, padding 0", Values: []string{"rowmajor", "swizzled"}, Default: "rowmajor"},
+}
+
+// The swizzled layout of an E8M0 scale matrix S[rows, cols] (cuBLASLt's
+// VEC32_UE8M0, torch's SWIZZLE_32_4_4 and to_blocked): rows padded to a
+// multiple of 128, cols to a multiple of 4, cut into 128x4 tiles stored
+// one after another in row-major order of tiles, 512 bytes each; within a
+// tile, S[r, c] sits at (r % 32)·16 + (r / 32)·4 + c. The padding bytes
+// are 0 (what to_blocked's zero padding gives). mxSwizzledLen is the
+// padded length in sizes.
+func mxSwizzledLen(rows, cols string) expr.Expr {
+	return e("cdiv(" + rows + ", 128) * 128 * (cdiv(" + cols + ", 4) * 4)")
 }
 
 var MXCast = register(&Op{
@@ -58,13 +70,19 @@ var MXCast = register(&Op{
 	Tensors: []Arg{
 		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("M"), e("K")}, Role: Input},
 		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("M"), e("K")}, Role: Output, When: "dim=0|both"},
-		{Name: "scale", DType: "e8m0", Shape: []expr.Expr{e("M"), e("K / 32")}, Role: Output, When: "dim=0|both", Doc: "block (i, j)'s scale: x[i, 32j : 32j+32]"},
+		{Name: "scale", DType: "e8m0", Shape: []expr.Expr{e("M"), e("K / 32")}, Role: Output, When: "dim=0|both,scales=rowmajor", Doc: "block (i, j)'s scale: x[i, 32j : 32j+32]"},
+		{Name: "scale", DType: "e8m0", Shape: []expr.Expr{mxSwizzledLen("M", "K / 32")}, Role: Output, When: "dim=0|both,scales=swizzled", Doc: "the scales [M, K/32] swizzled into 128x4 tiles (docs/ops.md)"},
 		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e("M")}, Role: Output, When: "dim=1|both"},
-		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e("M / 32")}, Role: Output, When: "dim=1|both", Doc: "block (j, i)'s scale: x[32i : 32i+32, j]"},
+		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e("M / 32")}, Role: Output, When: "dim=1|both,scales=rowmajor", Doc: "block (j, i)'s scale: x[32i : 32i+32, j]"},
+		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{mxSwizzledLen("K", "M / 32")}, Role: Output, When: "dim=1|both,scales=swizzled", Doc: "the scales [K, M/32] swizzled into 128x4 tiles (docs/ops.md)"},
 	},
+	// Under scales=swizzled the grids cover the padded scale matrices, so
+	// that the kernels write the padding too.
 	Kernels: []*Kernel{
-		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0", Grid: [3]expr.Expr{e("cdiv(M * K / 32, ROWS)"), e("1"), e("1")}},
-		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(M / 32, RB)"), e("1")}},
+		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(M * K / 32, ROWS)"), e("1"), e("1")}},
+		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(" + mxSwizzledLen("M", "K / 32").String() + ", ROWS)"), e("1"), e("1")}},
+		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(M / 32, RB)"), e("1")}},
+		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(cdiv(K, 128) * 128, BLOCK_K)"), e("cdiv(cdiv(M / 32, 4) * 4, RB)"), e("1")}},
 	},
 	OptionRules: []OptionRule{
 		{When: "dim=0|both", Constraint: schedule.Constraint{Cond: e("K % 32 == 0"), Why: "MX blocks are 32 elements along K: K must be a multiple of 32"}},
@@ -79,7 +97,7 @@ var MXCast = register(&Op{
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 32"), tileLimit("32 * BLOCK_K"),
 		{Cond: e("cdiv(M * K / 32, ROWS) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
-		{Cond: e("cdiv(M / 32, RB) <= 65535"), Why: "grid axis 1 (row blocks) holds at most 65535 programs"},
+		{Cond: e("cdiv(cdiv(M / 32, 4) * 4, RB) <= 65535"), Why: "grid axis 1 (row blocks, padded to 4) holds at most 65535 programs"},
 	},
 	Candidates: func() []Candidate {
 		var out []Candidate
@@ -88,7 +106,7 @@ var MXCast = register(&Op{
 				{"WARPS", e(c.warps)},
 				{"ROWS", e("WARPS * WAVE * " + c.per + " / 32")},
 				{"BLOCK_K", e(c.bk)},
-				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(M, 32), 65535)))")},
+				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(M, 128) * 4, 65535)))")},
 			})
 		}
 		return out
@@ -104,6 +122,7 @@ var MXCast = register(&Op{
 			{"in": "f32", "fp8": "e5m2", "mx_round": "rceil"},
 			{"dim": "1", "mx_round": "rceil", "fp8": "e5m2"},
 			{"dim": "both", "mx_round": "rceil", "in": "f32"},
+			{"scales": "swizzled"}, {"dim": "1", "scales": "swizzled", "mx_round": "rceil"}, {"dim": "both", "scales": "swizzled"},
 		},
 		Odd:       Shape{"M": 96, "K": 160},
 		Schedules: []schedule.Params{{"WARPS": 1, "ROWS": 4, "BLOCK_K": 32, "RB": 2}, {"WARPS": 2, "ROWS": 64, "BLOCK_K": 64, "RB": 1}},
@@ -114,6 +133,8 @@ var MXCast = register(&Op{
 		{Name: "dim1", Options: Options{"dim": "1"}},
 		{Name: "both", Options: Options{"dim": "both"}},
 		{Name: "both_rceil_e5m2_f32", Options: Options{"dim": "both", "mx_round": "rceil", "fp8": "e5m2", "in": "f32"}},
+		{Name: "swizzled", Options: Options{"scales": "swizzled"}},
+		{Name: "both_swizzled", Options: Options{"dim": "both", "scales": "swizzled"}},
 	},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
@@ -134,43 +155,61 @@ var MXCast = register(&Op{
 			}
 			return s
 		}
+		swizzled := c.Opt("scales") == "swizzled"
 		if q := out["q"]; q != nil {
 			kb := k / 32
+			s := make([]uint8, m*kb)
 			for i := range m {
 				for j := range kb {
 					copy(block, x[i*k+j*32:])
-					out["scale"].Data[i*kb+j] = quantize(func(e int, b uint8) { q.Data[i*k+j*32+e] = b })
+					s[i*kb+j] = quantize(func(e int, b uint8) { q.Data[i*k+j*32+e] = b })
 				}
 			}
+			if swizzled {
+				s = refSwizzle(s, m, kb)
+			}
+			copy(out["scale"].Data, s)
 		}
 		if qt := out["qt"]; qt != nil {
 			mb := m / 32
+			s := make([]uint8, k*mb)
 			for j := range k {
 				for i := range mb {
 					for e := range block {
 						block[e] = x[(i*32+e)*k+j]
 					}
-					out["scale_t"].Data[j*mb+i] = quantize(func(e int, b uint8) { qt.Data[j*m+i*32+e] = b })
+					s[j*mb+i] = quantize(func(e int, b uint8) { qt.Data[j*m+i*32+e] = b })
 				}
 			}
+			if swizzled {
+				s = refSwizzle(s, k, mb)
+			}
+			copy(out["scale_t"].Data, s)
 		}
 		return out
 	},
 	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {
-		k := c.Size("K")
+		m, k := c.Size("M"), c.Size("K")
+		// at is the index of scale (r, b) of a matrix of cols blocks a row.
+		at := func(r, b, cols int) int { return r*cols + b }
+		if c.Opt("scales") == "swizzled" {
+			at = func(r, b, cols int) int {
+				tile := r/128*((cols+3)/4) + b/4
+				return tile*512 + r%32*16 + r%128/32*4 + b%4
+			}
+		}
 		if out["q"] == nil { // dim=1: qt back into x's layout
-			m := c.Size("M")
 			qt, st := out["qt"], out["scale_t"]
 			x := make([]float32, m*k)
 			for j := range k {
 				for i := range m {
-					x[i*k+j] = c.Format.Decode(qt.Data[j*m+i]) * float32(st.Float(j*(m/32)+i/32))
+					x[i*k+j] = c.Format.Decode(qt.Data[j*m+i]) * float32(st.Float(at(j, i/32, m/32)))
 				}
 			}
 			return x
 		}
 		s := out["scale"]
-		return dequant(out["q"], c.Format, func(i int) float32 { return float32(s.Float(i / 32)) })
+		return dequant(out["q"], c.Format, func(i int) float32 { return float32(s.Float(at(i/k, i%k/32, k/32))) })
 	},
 })
 
@@ -202,6 +241,29 @@ func refMXScale(block []float32, f *fp8.Format, rceil bool) uint8 {
 	emax := map[float32]int{448: 8, 57344: 15}[f.Max]
 	_, e := math.Frexp(amax) // amax = frac · 2^e, frac in [0.5, 1)
 	return uint8(max(e-1-emax, -127) + 127)
+}
+
+// refSwizzle lays the scales s[rows, cols] out as the GEMMs read them
+// (the swizzled layout above): tile by tile, each tile's 32-row quarters
+// interleaved, four bytes of a row together, padding 0.
+func refSwizzle(s []uint8, rows, cols int) []uint8 {
+	tr, tc := (rows+127)/128, (cols+3)/4
+	out := make([]uint8, tr*tc*512)
+	n := 0
+	for t := range tr * tc {
+		r0, c0 := t/tc*128, t%tc*4
+		for lane := range 32 { // the 16 bytes of row r0 + lane and its three quarter-mates
+			for quarter := range 4 {
+				for b := range 4 {
+					if r, col := r0+quarter*32+lane, c0+b; r < rows && col < cols {
+						out[n] = s[r*cols+col]
+					}
+					n++
+				}
+			}
+		}
+	}
+	return out
 }
 
 // refPow2 is 2^x in f32 (x from −149 to 127).

@@ -41,22 +41,49 @@ func mxScales(b *ir.Builder, c *Call, xf *ir.Value, axis int) (scale, recip *ir.
 // mxEmax is the exponent of the largest power of two the element format holds.
 func mxEmax(c *Call) int { return int(math.Floor(math.Log2(float64(c.Format.Max)))) }
 
+// mxPadded is n rounded up to a multiple of the power of two p.
+func mxPadded(n *ir.Value, p int) *ir.Value { return n.Add(p - 1).Div(p).Mul(p) }
+
+// mxSwizzled is the index of scale (r, blk) in the swizzled layout
+// (mx.go) of a matrix whose rows hold colsPadded blocks (a multiple of 4).
+func mxSwizzled(r, blk, colsPadded *ir.Value) *ir.Value {
+	tile := r.Div(128).Mul(colsPadded.Div(4)).Add(blk.Div(4))
+	return tile.Mul(512).Add(r.Rem(32).Mul(16)).Add(r.Div(32).Rem(4).Mul(4)).Add(blk.Rem(4))
+}
+
 // mxRowsKernel: each program's ROWS blocks of x taken as rows of 32
 // (x row-major, K a multiple of 32: block j is x[32j : 32j+32]), so that
-// the block's amax is a reduction along the tile's rows.
+// the block's amax is a reduction along the tile's rows. Under
+// scales=swizzled the program's blocks are ROWS consecutive bytes of the
+// swizzled scales instead (four blocks of a row of x together, so that x
+// is still read 128 elements at a time); a padding byte's block is past
+// x, reads nothing and takes scale 0.
 func mxRowsKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	q := b.Param("q", ir.FP8(c.Format))
 	sc := b.Param("scale", ir.E8M0)
-	nb := b.Size("M").Mul(b.Size("K")).Div(mxBlock).Named("blocks")
+	m, k := b.Size("M"), b.Size("K")
 	rows := c.Knob("ROWS")
-	blocks := b.ProgramID(0).Mul(rows).Add(b.Arange(rows)).Named("block")
-	ok := blocks.Lt(nb).Named("block_ok")
-	offs := blocks.Col().Mul(mxBlock).Add(b.Arange(mxBlock).Row()).Named("offs")
+	slot := b.ProgramID(0).Mul(rows).Add(b.Arange(rows)).Named("block")
+	var base, ok, stored *ir.Value // x offset of the block; in x; scale written
+	if c.Opt("scales") == "swizzled" {
+		kb := k.Div(mxBlock).Named("block_cols")
+		kbp := mxPadded(kb, 4).Named("padded_cols")
+		tile, in := slot.Div(512), slot.Rem(512)
+		r := tile.Div(kbp.Div(4)).Mul(128).Add(in.Div(4).Rem(4).Mul(32)).Add(in.Div(16)).Named("block_row")
+		col := tile.Rem(kbp.Div(4)).Mul(4).Add(in.Rem(4)).Named("block_col")
+		ok = r.Lt(m).And(col.Lt(kb)).Named("block_ok")
+		stored = slot.Lt(mxPadded(m, 128).Mul(kbp)).Named("slot_ok")
+		base = r.Mul(k).Add(col.Mul(mxBlock)).MultipleOf(mxBlock)
+	} else {
+		ok = slot.Lt(m.Mul(k).Div(mxBlock).Named("blocks")).Named("block_ok")
+		stored, base = ok, slot.Mul(mxBlock)
+	}
+	offs := base.Col().Add(b.Arange(mxBlock).Row()).Named("offs")
 	xf := loadF32(b, x, offs, ok.Col())
 	scale, recip := mxScales(b, c, xf, 1)
 	b.Store(b.PtrAdd(q, offs), xf.Mul(recip.Col()).Cast(ir.FP8(c.Format)).Named("q"), ok.Col())
-	b.Store(b.PtrAdd(sc, blocks), scale.Cast(ir.E8M0), ok)
+	b.Store(b.PtrAdd(sc, slot), scale.Cast(ir.E8M0), stored)
 }
 
 // mxColsKernel: program (pk, pr) takes columns pk·BLOCK_K … of RB
@@ -64,7 +91,8 @@ func mxRowsKernel(b *ir.Builder, c *Call) {
 // maxima are its blocks', written transposed into qt through LDS. With
 // both, the trip also reads the same rows as [BLOCK_K, 32] blocks along
 // K (from the cache: the tile was just read) and writes q and its
-// scales.
+// scales. Under scales=swizzled the grid and the trips run over the
+// padded scale matrices; blocks past x read nothing and take scale 0.
 func mxColsKernel(b *ir.Builder, c *Call) {
 	both := c.Opt("dim") == "both"
 	x := b.Param("x", c.DType("x"))
@@ -78,18 +106,31 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
 	mb := m.Div(mxBlock).Named("row_blocks")
+	swizzled := c.Opt("scales") == "swizzled"
+	trips := mb // row blocks the trips run over
+	if swizzled {
+		trips = mxPadded(mb, 4).Named("padded_row_blocks")
+	}
 	pk := b.ProgramID(0)
 	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
 	colOK := cols.Lt(k).Named("col_ok")
 	first := b.ProgramID(1).Mul(rb).Named("first")
 	fp8 := ir.FP8(c.Format)
-	b.For(first, first.Add(rb).Min(mb), 1, nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
+	b.For(first, first.Add(rb).Min(trips), 1, nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
 		rows := i.Mul(mxBlock).Add(b.Arange(mxBlock)).Named("rows")
-		xf := loadF32(b, x, rows.Col().Mul(k).Add(cols.Row()), colOK.Row())
+		in := colOK
+		if swizzled {
+			in = colOK.And(i.Lt(mb)).Named("in_x")
+		}
+		xf := loadF32(b, x, rows.Col().Mul(k).Add(cols.Row()), in.Row())
 		scale, recip := mxScales(b, c, xf, 0)
 		offsT := cols.Col().Mul(m).Add(rows.Row()).Named("offs_t")
-		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), colOK.Col())
-		b.Store(b.PtrAdd(st, cols.Mul(mb).Add(i)), scale.Cast(ir.E8M0), colOK)
+		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), in.Col())
+		if swizzled {
+			b.Store(b.PtrAdd(st, mxSwizzled(cols, i, trips)), scale.Cast(ir.E8M0), cols.Lt(mxPadded(k, 128)).Named("col_stored"))
+		} else {
+			b.Store(b.PtrAdd(st, cols.Mul(mb).Add(i)), scale.Cast(ir.E8M0), colOK)
+		}
 		if both {
 			// Block r of the trip: row 32i + r / per, blocks pk·per + r % per along K.
 			per := bk / mxBlock
@@ -98,11 +139,19 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 			bcol := pk.Mul(per).Add(r.Rem(per)).Named("bcol")
 			kb := k.Div(mxBlock)
 			ok := bcol.Lt(kb).Named("block_ok")
+			if swizzled {
+				ok = ok.And(i.Lt(mb))
+			}
 			offs := xrow.Col().Mul(k).Add(bcol.Mul(mxBlock).Col()).Add(b.Arange(mxBlock).Row()).Named("offs")
 			xr := loadF32(b, x, offs, ok.Col())
 			s0, r0 := mxScales(b, c, xr, 1)
 			b.Store(b.PtrAdd(q, offs), xr.Mul(r0.Col()).Cast(fp8).Named("q"), ok.Col())
-			b.Store(b.PtrAdd(sc, xrow.Mul(kb).Add(bcol)), s0.Cast(ir.E8M0), ok)
+			if swizzled {
+				kbp := mxPadded(kb, 4).Named("padded_cols")
+				b.Store(b.PtrAdd(sc, mxSwizzled(xrow, bcol, kbp)), s0.Cast(ir.E8M0), bcol.Lt(kbp))
+			} else {
+				b.Store(b.PtrAdd(sc, xrow.Mul(kb).Add(bcol)), s0.Cast(ir.E8M0), ok)
+			}
 		}
 		return nil
 	})
