@@ -200,6 +200,10 @@ weight_quant are in plain torch:
                        (or [M/128, 128, K/128, 128]), amax over the block's
                        dims (a NaN propagates, as in the casts), scaled and
                        quantized as the casts do, and the padding sliced off.
+                       scales=colmajor (1x128 only): inv_scale[cdiv(K,128),
+                       M rounded up to 4] as DeepGEMM reads it, x padded
+                       with zero rows to a multiple of 4 and the scales
+                       transposed (.t().contiguous()).
 
 Inputs: activations randn (times 3 for the casts), weights 1 + 0.1*randn,
 probabilities rand [0, 1),
@@ -276,7 +280,8 @@ OPS = {
     "rowcol_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
     "mx_cast": OpSpec(("M", "K"), MX_OPTIONS, True),
-    "block_cast": OpSpec(("M", "K"), {**CAST_OPTIONS, "block": ("1x128", "128x1", "128x128")}, True),
+    "block_cast": OpSpec(("M", "K"), {**CAST_OPTIONS, "block": ("1x128", "128x1", "128x128"),
+                                      "scales": ("rowmajor", "colmajor")}, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
@@ -378,6 +383,8 @@ def validate_job(obj, index):
             if norm["dim"] in dims and sizes[n] % MX_BLOCK:
                 raise JobError(f"{where}: {n} = {sizes[n]} is not a multiple of {MX_BLOCK}, the MX block "
                                f"(dim={norm['dim']})")
+    if op == "block_cast" and norm["scales"] == "colmajor" and norm["block"] != "1x128":
+        raise JobError(f"{where}: scales=colmajor is block=1x128's layout, not block={norm['block']}'s")
     if spec.fp8:
         if fp8 not in FP8_NAMES:
             job["unsupported"] = f"fp8 {fp8!r}: peers.py knows {', '.join(FP8_NAMES)}"
@@ -524,6 +531,8 @@ def output_specs(job):
     if op == "block_cast":
         m, k = s["M"], s["K"]
         mb, kb = -(-m // BLOCK), -(-k // BLOCK)
+        if o["scales"] == "colmajor":
+            return [("q", (m, k), q), ("inv_scale", (kb, -(-m // 4) * 4), "float32")]
         return {"1x128": [("q", (m, k), q), ("inv_scale", (m, kb), "float32")],
                 "128x1": [("qt", (k, m), q), ("inv_scale_t", (k, mb), "float32")],
                 "128x128": [("q", (m, k), q), ("inv_scale", (mb, kb), "float32")]}[o["block"]]
@@ -928,6 +937,13 @@ def block_peer(job):
         return q, 1.0 / scale
 
     def block_cast(x):
+        if block == "1x128" and o["scales"] == "colmajor":
+            # DeepGEMM's layout: inv_scale[cdiv(K, 128), M rounded up to 4],
+            # M contiguous; the rows past M are zero rows' scales.
+            m = x.shape[0]
+            pr = -m % 4
+            q, inv = rows_1x128(torch.nn.functional.pad(x, (0, 0, 0, pr)) if pr else x)
+            return (q[:m].contiguous() if pr else q), inv.t().contiguous()
         if block == "1x128":
             return rows_1x128(x)
         if block == "128x1":  # the transposed x in 1x128 blocks: qt[K, M], inv_scale_t[K, cdiv(M, 128)]

@@ -888,6 +888,14 @@ def ref_block_code(v, s, fmt):
     return fmt.code(y)
 
 
+def ref_block_colmajor(inv, m, kb, fmt, pow2):
+    """1x128's inv_scale (row-major [m, kb]) as DeepGEMM reads it: [kb, m
+    rounded up to 4], M contiguous, a zero block's inverse scale below M."""
+    mp = -(-m // 4) * 4
+    zero = f32(1 / ref_block_scale([0.0], fmt.max, pow2))
+    return [inv[i * kb + j] if i < m else zero for j in range(kb) for i in range(mp)]
+
+
 def ref_block_cast(x, fmt, pow2, block):
     """block_cast's outputs for x[M, K] (an FT), as ops/blockwise.go's
     Reference loops: name -> fp8 codes (row-major) or inv_scale f32 values,
@@ -1052,7 +1060,7 @@ class TestJobs(unittest.TestCase):
         self.assertEqual((list(j["sizes"]), j["fp8"]), (["M", "K"], "e4m3fn"))
         j = peers.validate_job({"op": "block_cast", "shape": "s", "sizes": {"K": 97, "M": 3}, "fp8": "e4m3fnuz",
                                 "options": {"pow2": "true"}, "ideal_bytes": 5}, 0)
-        self.assertEqual(j["options"], {"in": "bf16", "fp8": "e4m3", "pow2": "true", "block": "1x128"})
+        self.assertEqual(j["options"], {"in": "bf16", "fp8": "e4m3", "pow2": "true", "block": "1x128", "scales": "rowmajor"})
         self.assertEqual((list(j["sizes"]), j["fp8"], j["unsupported"]), (["M", "K"], "e4m3fnuz", None))
         j = peers.validate_job({"op": "qk_norm_rope_bwd", "shape": "s",
                                 "sizes": {"B": 1, "S": 2, "HQ": 4, "HKV": 2, "D": 8}, "fp8": None,
@@ -1648,6 +1656,10 @@ class TestPeerMaths(unittest.TestCase):
         """The peer's outputs are ref_block_cast's: fp8 codes and inv_scale's f32 bits equal."""
         o = j["options"]
         want = ref_block_cast(x, self.fmt_of(j), o["pow2"] == "true", o["block"])
+        if o.get("scales") == "colmajor":
+            m, k = x.shape
+            want["inv_scale"] = ref_block_colmajor(want["inv_scale"], m, -(-k // 128), self.fmt_of(j),
+                                                   o["pow2"] == "true")
         names = [s[0] for s in peers.output_specs(j)]
         self.assertEqual(names, list(want))
         for name, t in zip(names, outs):
@@ -1691,6 +1703,23 @@ class TestPeerMaths(unittest.TestCase):
                     self.check_block(j, x, outs)
         for blk, kinds in used.items():
             self.assertEqual(kinds, set(block_kinds(E4M3)), blk)
+
+    def test_block_cast_colmajor(self):
+        # M = 3 and 130 (padded to 4 and 132), K with a partial block.
+        for m, k in ((3, 200), (130, 300)):
+            for pow2 in ("false", "true"):
+                with self.subTest(m=m, k=k, pow2=pow2):
+                    j = job("block_cast", {"M": m, "K": k}, pow2=pow2, scales="colmajor")
+                    x, _ = block_input(m, k, self.fake.bfloat16, self.fmt_of(j), "1x128", self.rng, 0)
+                    specs = peers.output_specs(j)
+                    self.assertEqual(specs[1][1], (-(-k // 128), -(-m // 4) * 4))
+                    outs = peers.make_peer(j).eager(x)
+                    self.assertIsNone(peers.verify_outputs(outs, specs))
+                    self.check_block(j, x, outs)
+        for blk in ("128x1", "128x128"):
+            with self.assertRaisesRegex(peers.JobError, "scales=colmajor is block=1x128's layout"):
+                peers.validate_job({"op": "block_cast", "shape": "s", "sizes": {"M": 128, "K": 128}, "fp8": "e4m3fn",
+                                    "options": {"block": blk, "scales": "colmajor"}, "ideal_bytes": 1}, 0)
 
     def test_block_cast_by_hand(self):
         # A few blocks worked out by hand, the reference's rules spelled out:

@@ -29,20 +29,26 @@ var BlockCast = register(&Op{
 	Peers: true,
 	Options: append(append([]Option{}, castOptions...),
 		Option{Name: "block", Doc: "1x128: 128 elements of a row (activations); 128x1: 128 of a column, written transposed; 128x128: a tile (weights)",
-			Values: []string{"1x128", "128x1", "128x128"}, Default: "1x128"}),
+			Values: []string{"1x128", "128x1", "128x128"}, Default: "1x128"},
+		Option{Name: "scales", Doc: "rowmajor; colmajor (block=1x128): inv_scale[cdiv(K,128), M rounded up to 4], M contiguous, as DeepGEMM reads activation scales",
+			Values: []string{"rowmajor", "colmajor"}, Default: "rowmajor"}),
 	Tensors: []Arg{
 		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("M"), e("K")}, Role: Input},
 		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("M"), e("K")}, Role: Output, When: "block=1x128|128x128"},
-		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("M"), e("cdiv(K, 128)")}, Role: Output, When: "block=1x128", Doc: "block (i, j): x[i, 128j : 128j+128]"},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("M"), e("cdiv(K, 128)")}, Role: Output, When: "block=1x128,scales=rowmajor", Doc: "block (i, j): x[i, 128j : 128j+128]"},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("cdiv(K, 128)"), e("cdiv(M, 4) * 4")}, Role: Output, When: "block=1x128,scales=colmajor", Doc: "[j, i]: block x[i, 128j : 128j+128]; rows i past M hold a zero block's"},
 		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("cdiv(M, 128)"), e("cdiv(K, 128)")}, Role: Output, When: "block=128x128", Doc: "tile (i, j): x[128i : 128i+128, 128j : 128j+128]"},
 		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e("M")}, Role: Output, When: "block=128x1"},
 		{Name: "inv_scale_t", DType: "f32", Shape: []expr.Expr{e("K"), e("cdiv(M, 128)")}, Role: Output, When: "block=128x1", Doc: "block (j, i): x[128i : 128i+128, j]"},
 	},
 	Kernels: []*Kernel{
-		{Name: "block_cast_rows", Build: blockRowsKernel, Option: "block=1x128", Grid: [3]expr.Expr{e("cdiv(M * cdiv(K, 128), ROWS)"), e("1"), e("1")}},
+		{Name: "block_cast_rows", Build: blockRowsKernel, Option: "block=1x128,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(M * cdiv(K, 128), ROWS)"), e("1"), e("1")}},
+		{Name: "block_cast_rows", Build: blockRowsKernel, Option: "block=1x128,scales=colmajor", Grid: [3]expr.Expr{e("cdiv(cdiv(M, 4) * 4 * cdiv(K, 128), ROWS)"), e("1"), e("1")}},
 		{Name: "block_cast_cols", Build: blockColsKernel, Option: "block=128x1", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(M, 128)"), e("1")}},
 		{Name: "block_cast_tiles", Build: blockTilesKernel, Option: "block=128x128", Grid: [3]expr.Expr{e("cdiv(K, 128)"), e("cdiv(M, 128)"), e("1")}},
 	},
+	Conflicts: []Conflict{{When: "block=128x1|128x128,scales=colmajor",
+		Why: "scales=colmajor is the layout of block=1x128's activation scales (DeepGEMM's); 128x1 and 128x128 scales are row-major"}},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "ROWS", Doc: "1×128 blocks per program (block=1x128)", Domain: schedule.Pow2("1", "1024")},
@@ -50,7 +56,7 @@ var BlockCast = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 128"), tileLimit("128 * BLOCK_K"),
-		{Cond: e("cdiv(M * cdiv(K, 128), ROWS) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(cdiv(M, 4) * 4 * cdiv(K, 128), ROWS) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
 		{Cond: e("cdiv(M, 128) <= 65535"), Why: "grid axis 1 (blocks of 128 rows) holds at most 65535 programs: M at most 8388480"},
 	},
 	// Candidates hold the elements a lane carries (per) in every kernel:
@@ -80,6 +86,7 @@ var BlockCast = register(&Op{
 			{"in": "f32", "fp8": "e5m2", "pow2": "true"},
 			{"block": "128x1", "pow2": "true", "fp8": "e5m2"},
 			{"block": "128x128", "pow2": "true", "in": "f32"},
+			{"scales": "colmajor"}, {"scales": "colmajor", "pow2": "true", "fp8": "e5m2"},
 		},
 		Odd:       Shape{"M": 131, "K": 200},
 		Schedules: []schedule.Params{{"WARPS": 1, "ROWS": 2, "BLOCK_K": 16}, {"WARPS": 2, "ROWS": 16, "BLOCK_K": 256}},
@@ -88,6 +95,7 @@ var BlockCast = register(&Op{
 	Goldens: []Variant{
 		{Name: "128x1", Options: Options{"block": "128x1"}},
 		{Name: "128x128_pow2_e5m2", Options: Options{"block": "128x128", "pow2": "true", "fp8": "e5m2"}},
+		{Name: "colmajor", Options: Options{"scales": "colmajor"}},
 	},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
@@ -116,9 +124,23 @@ var BlockCast = register(&Op{
 		}
 		switch c.Opt("block") {
 		case "1x128":
+			colMajor := c.Opt("scales") == "colmajor"
+			mp := cdiv(m, 4) * 4
 			for i := range m {
 				for j := range kb {
-					block(i, i+1, j*blockEdge, min(k, (j+1)*blockEdge), out["inv_scale"], i*kb+j)
+					slot := i*kb + j
+					if colMajor {
+						slot = j*mp + i
+					}
+					block(i, i+1, j*blockEdge, min(k, (j+1)*blockEdge), out["inv_scale"], slot)
+				}
+			}
+			if colMajor { // rows past M: what a block of zeros gets
+				zero := 1 / refScale(0, c)
+				for j := range kb {
+					for i := m; i < mp; i++ {
+						refnum.PutF32(out["inv_scale"].Data, j*mp+i, zero)
+					}
 				}
 			}
 		case "128x1":
@@ -150,11 +172,14 @@ var BlockCast = register(&Op{
 			return x
 		}
 		inv := out["inv_scale"].Floats()
-		tiles := c.Opt("block") == "128x128"
+		tiles, colMajor := c.Opt("block") == "128x128", c.Opt("scales") == "colmajor"
 		return dequant(out["q"], c.Format, func(n int) float32 {
 			i, j := n/k, n%k
-			if tiles {
+			switch {
+			case tiles:
 				return inv[(i/blockEdge)*kb+j/blockEdge]
+			case colMajor:
+				return inv[j/blockEdge*(cdiv(m, 4)*4)+i]
 			}
 			return inv[i*kb+j/blockEdge]
 		})

@@ -5,7 +5,11 @@ import "github.com/fp8gen/fp8gen/ir"
 // blockRowsKernel: each program's ROWS 1×128 blocks (block n is row
 // n / cdiv(K,128), columns 128·(n mod cdiv(K,128)) on) taken as the rows
 // of a [ROWS, 128] tile, so that a block's amax is a reduction along the
-// tile's rows; a row's last block holds the columns below K.
+// tile's rows; a row's last block holds the columns below K. Under
+// scales=colmajor block n is the n-th scale of the column-major scales
+// instead (row n mod M', columns 128·(n / M') on, M' = M rounded up to
+// 4), so that the scale store stays contiguous; a padding row reads
+// nothing and writes the scale of a zero block.
 func blockRowsKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	q := b.Param("q", ir.FP8(c.Format))
@@ -14,15 +18,24 @@ func blockRowsKernel(b *ir.Builder, c *Call) {
 	kb := k.CDiv(blockEdge).Named("k_blocks")
 	nr := c.Knob("ROWS")
 	blk := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("block")
-	ok := blk.Lt(m.Mul(kb)).Named("block_ok")
-	row := blk.Div(kb).Named("row")
-	cols := blk.Rem(kb).Mul(blockEdge).Col().Add(b.Arange(blockEdge).Row()).Named("cols")
+	var ok, stored, row, kblk *ir.Value
+	if c.Opt("scales") == "colmajor" {
+		mp := roundUp(m, 4).Named("padded_rows")
+		stored = blk.Lt(kb.Mul(mp)).Named("block_stored")
+		row = blk.Rem(mp).Named("row")
+		ok = stored.And(row.Lt(m)).Named("block_ok")
+		kblk = blk.Div(mp)
+	} else {
+		ok = blk.Lt(m.Mul(kb)).Named("block_ok")
+		stored, row, kblk = ok, blk.Div(kb).Named("row"), blk.Rem(kb)
+	}
+	cols := kblk.Mul(blockEdge).Col().Add(b.Arange(blockEdge).Row()).Named("cols")
 	mask := ok.Col().And(cols.Lt(k)).Named("mask")
 	offs := row.Col().Mul(k).Add(cols).Named("offs")
 	xf := loadF32(b, x, offs, mask)
 	scale := scaleOf(b, xf.Abs().Reduce(1, ir.RMax).Named("amax"), c)
 	b.Store(b.PtrAdd(q, offs), xf.Mul(scale.Col()).Cast(ir.FP8(c.Format)), mask)
-	b.Store(b.PtrAdd(inv, blk), b.Div(1, scale), ok)
+	b.Store(b.PtrAdd(inv, blk), b.Div(1, scale), stored)
 }
 
 // blockColsKernel: program (pk, pi) takes columns pk·BLOCK_K … of rows

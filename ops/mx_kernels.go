@@ -41,8 +41,8 @@ func mxScales(b *ir.Builder, c *Call, xf *ir.Value, axis int) (scale, recip *ir.
 // mxEmax is the exponent of the largest power of two the element format holds.
 func mxEmax(c *Call) int { return int(math.Floor(math.Log2(float64(c.Format.Max)))) }
 
-// mxPadded is n rounded up to a multiple of the power of two p.
-func mxPadded(n *ir.Value, p int) *ir.Value { return n.Add(p - 1).Div(p).Mul(p) }
+// roundUp is n rounded up to a multiple of p.
+func roundUp(n *ir.Value, p int) *ir.Value { return n.Add(p - 1).Div(p).Mul(p) }
 
 // mxSwizzled is the index of scale (r, blk) in the swizzled layout
 // (mx.go) of a matrix whose rows hold colsPadded blocks (a multiple of 4).
@@ -68,12 +68,12 @@ func mxRowsKernel(b *ir.Builder, c *Call) {
 	var base, ok, stored *ir.Value // x offset of the block; in x; scale written
 	if c.Opt("scales") == "swizzled" {
 		kb := k.Div(mxBlock).Named("block_cols")
-		kbp := mxPadded(kb, 4).Named("padded_cols")
+		kbp := roundUp(kb, 4).Named("padded_cols")
 		tile, in := slot.Div(512), slot.Rem(512)
 		r := tile.Div(kbp.Div(4)).Mul(128).Add(in.Div(4).Rem(4).Mul(32)).Add(in.Div(16)).Named("block_row")
 		col := tile.Rem(kbp.Div(4)).Mul(4).Add(in.Rem(4)).Named("block_col")
 		ok = r.Lt(m).And(col.Lt(kb)).Named("block_ok")
-		stored = slot.Lt(mxPadded(m, 128).Mul(kbp)).Named("slot_ok")
+		stored = slot.Lt(roundUp(m, 128).Mul(kbp)).Named("slot_ok")
 		base = r.Mul(k).Add(col.Mul(mxBlock)).MultipleOf(mxBlock)
 	} else {
 		ok = slot.Lt(m.Mul(k).Div(mxBlock).Named("blocks")).Named("block_ok")
@@ -109,7 +109,7 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 	swizzled := c.Opt("scales") == "swizzled"
 	trips := mb // row blocks the trips run over
 	if swizzled {
-		trips = mxPadded(mb, 4).Named("padded_row_blocks")
+		trips = roundUp(mb, 4).Named("padded_row_blocks")
 	}
 	pk := b.ProgramID(0)
 	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
@@ -127,7 +127,7 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 		offsT := cols.Col().Mul(m).Add(rows.Row()).Named("offs_t")
 		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), in.Col())
 		if swizzled {
-			b.Store(b.PtrAdd(st, mxSwizzled(cols, i, trips)), scale.Cast(ir.E8M0), cols.Lt(mxPadded(k, 128)).Named("col_stored"))
+			b.Store(b.PtrAdd(st, mxSwizzled(cols, i, trips)), scale.Cast(ir.E8M0), cols.Lt(roundUp(k, 128)).Named("col_stored"))
 		} else {
 			b.Store(b.PtrAdd(st, cols.Mul(mb).Add(i)), scale.Cast(ir.E8M0), colOK)
 		}
@@ -147,7 +147,7 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 			s0, r0 := mxScales(b, c, xr, 1)
 			b.Store(b.PtrAdd(q, offs), xr.Mul(r0.Col()).Cast(fp8).Named("q"), ok.Col())
 			if swizzled {
-				kbp := mxPadded(kb, 4).Named("padded_cols")
+				kbp := roundUp(kb, 4).Named("padded_cols")
 				b.Store(b.PtrAdd(sc, mxSwizzled(xrow, bcol, kbp)), s0.Cast(ir.E8M0), bcol.Lt(kbp))
 			} else {
 				b.Store(b.PtrAdd(sc, xrow.Mul(kb).Add(bcol)), s0.Cast(ir.E8M0), ok)

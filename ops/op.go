@@ -219,6 +219,9 @@ type Op struct {
 	// OptionRules are size rules that hold under one option value
 	// ("angles=theta"), as Arg.When says.
 	OptionRules []OptionRule
+	// Conflicts are the option combinations the op refuses, whatever the
+	// shape.
+	Conflicts []Conflict
 	Candidates  func() []Candidate
 	// Ceiling is the percentage of copy bandwidth the op can reach at a
 	// shape: 100 where x is read once, 60 where it must be read twice.
@@ -427,6 +430,9 @@ func (op *Op) check() error {
 	for _, r := range op.OptionRules {
 		errs = append(errs, uses("option rule", r.Cond, sizesOnly))
 		errs = append(errs, op.optionCond(fmt.Sprintf("option rule %v", r.Cond), r.When))
+	}
+	for _, x := range op.Conflicts {
+		errs = append(errs, op.optionCond("conflict", x.When))
 	}
 	errs = append(errs, uses("ceiling", op.Ceiling, sizesOnly))
 	if len(op.Tests.Shapes) == 0 || op.Tests.Odd == nil || op.Tests.Wide == nil {
@@ -664,7 +670,22 @@ func (op *Op) CheckOptions(o Options) (Options, error) {
 			return nil, fmt.Errorf("%s: unknown option %s (options: %s)", op.Name, n, strings.Join(names, ", "))
 		}
 	}
+	for _, x := range op.Conflicts {
+		if holds(x.When, out) {
+			var set []string
+			for _, t := range condTerms(x.When) {
+				set = append(set, t.option+"="+out[t.option])
+			}
+			return nil, fmt.Errorf("%s: options %s do not go together: %s", op.Name, strings.Join(set, " and "), x.Why)
+		}
+	}
 	return out, nil
+}
+
+// Conflict is a combination of option values an op refuses.
+type Conflict struct {
+	When string // a condition, as Arg.When
+	Why  string
 }
 
 // RunsOn says why op cannot run on t, if it cannot.

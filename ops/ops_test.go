@@ -259,3 +259,41 @@ func TestE8M0Tensor(t *testing.T) {
 		}()
 	}
 }
+
+// Conditions join terms with ",": all must hold; two conditions are
+// disjoint when one option they both name takes no common value.
+func TestConditions(t *testing.T) {
+	o := Options{"dim": "both", "scales": "swizzled"}
+	for cond, want := range map[string]bool{"": true, "dim=0|both": true, "dim=0|both,scales=swizzled": true, "dim=0|both,scales=rowmajor": false, "dim=1,scales=swizzled": false} {
+		if got := holds(cond, o); got != want {
+			t.Errorf("holds(%q, %v) = %v, want %v", cond, o, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"dim=0|both,scales=rowmajor", "dim=0|both,scales=swizzled", true},
+		{"dim=0|both,scales=rowmajor", "dim=1|both,scales=rowmajor", false},
+		{"dim=0", "scales=swizzled", false},
+		{"dim=0", "dim=1|both", true},
+		{"", "dim=0", false},
+	} {
+		if got := disjoint(c.a, c.b); got != c.want {
+			t.Errorf("disjoint(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// An op refuses its conflicting options whatever the shape, naming the
+// values given.
+func TestConflicts(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	_, err := BlockCast.NewCall(tg, Shape{"M": 256, "K": 256}, Options{"block": "128x128", "scales": "colmajor"})
+	if err == nil || !strings.Contains(err.Error(), "block=128x128 and scales=colmajor do not go together") {
+		t.Errorf("block=128x128 with scales=colmajor: %v", err)
+	}
+	if _, err := BlockCast.NewCall(tg, Shape{"M": 256, "K": 256}, Options{"scales": "colmajor"}); err != nil {
+		t.Errorf("block=1x128 with scales=colmajor: %v", err)
+	}
+}
