@@ -221,8 +221,8 @@ type Op struct {
 	OptionRules []OptionRule
 	// Conflicts are the option combinations the op refuses, whatever the
 	// shape.
-	Conflicts []Conflict
-	Candidates  func() []Candidate
+	Conflicts  []Conflict
+	Candidates func() []Candidate
 	// Ceiling is the percentage of copy bandwidth the op can reach at a
 	// shape: 100 where x is read once, 60 where it must be read twice.
 	Ceiling expr.Expr
