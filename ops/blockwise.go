@@ -173,13 +173,14 @@ var BlockCast = register(&Op{
 		}
 		inv := out["inv_scale"].Floats()
 		tiles, colMajor := c.Opt("block") == "128x128", c.Opt("scales") == "colmajor"
+		mp := cdiv(m, 4) * 4 // colmajor's rows of scales
 		return dequant(out["q"], c.Format, func(n int) float32 {
 			i, j := n/k, n%k
 			switch {
 			case tiles:
 				return inv[(i/blockEdge)*kb+j/blockEdge]
 			case colMajor:
-				return inv[j/blockEdge*(cdiv(m, 4)*4)+i]
+				return inv[j/blockEdge*mp+i]
 			}
 			return inv[i*kb+j/blockEdge]
 		})

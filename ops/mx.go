@@ -96,7 +96,7 @@ var MXCast = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 32"), tileLimit("32 * BLOCK_K"),
-		{Cond: e("cdiv(M * K / 32, ROWS) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(" + mxSwizzledLen("M", "K / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
 		{Cond: e("cdiv(cdiv(M / 32, 4) * 4, RB) <= 65535"), Why: "grid axis 1 (row blocks, padded to 4) holds at most 65535 programs"},
 	},
 	Candidates: func() []Candidate {
