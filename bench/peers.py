@@ -185,6 +185,15 @@ plain torch:
                        scales=swizzled rearranges each scale matrix as
                        torchao's to_blocked does (F.pad to 128 rows and 4
                        columns, view, permute, transpose), a flat tensor.
+  grouped_mx_cast      x[T,K], offsets[E] -> qt[K,TP], scale_t[K,TP/32],
+                       padded_offsets[E] (int32), TP = 32 * cdiv(T + 31E, 32):
+                       each group's rows zero-padded to a multiple of 32, the
+                       groups stacked and zero rows up to TP, cast as dim=1
+                       (options in, fp8, mx_round). eager reads offsets on the
+                       host and pads group by group (F.pad, cat); compiled
+                       and autotune time a device-only form: the padded ends
+                       by cumsum, each padded row's group by searchsorted, its
+                       source row gathered (zeros past the group).
 
 The blockwise cast (DeepSeek-V3's; options in, fp8, pow2 as the casts,
 block = 1x128|128x1|128x128), written as DeepSeek's act_quant and
@@ -280,6 +289,7 @@ OPS = {
     "rowcol_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
     "mx_cast": OpSpec(("M", "K"), MX_OPTIONS, True),
+    "grouped_mx_cast": OpSpec(("T", "K", "E"), {n: MX_OPTIONS[n] for n in ("in", "fp8", "mx_round")}, True),
     "block_cast": OpSpec(("M", "K"), {**CAST_OPTIONS, "block": ("1x128", "128x1", "128x128"),
                                       "scales": ("rowmajor", "colmajor")}, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
@@ -289,7 +299,7 @@ OPS = {
 }
 LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
 DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast", "mx_cast", "block_cast")  # x[M,K] in
-GROUPED_CASTS = ("grouped_colwise_cast", "grouped_rowcol_cast")
+GROUPED_CASTS = ("grouped_colwise_cast", "grouped_rowcol_cast", "grouped_mx_cast")
 BACKWARDS = ("qk_norm_rope_bwd", "swiglu_probs_bwd")  # timed as the training step, forward then backward
 
 
@@ -390,7 +400,7 @@ def validate_job(obj, index):
             job["unsupported"] = f"fp8 {fp8!r}: peers.py knows {', '.join(FP8_NAMES)}"
             return job
         job["fp8"] = resolve_fp8(norm["fp8"], fp8)
-        if op == "mx_cast" and job["fp8"].endswith("fnuz"):
+        if op in ("mx_cast", "grouped_mx_cast") and job["fp8"].endswith("fnuz"):
             raise JobError(f"{where}: MX takes OCP's FP8 formats (e4m3fn, e5m2), not {job['fp8']}")
     else:
         job["fp8"] = None  # no FP8 in this op: whatever was given is ignored
@@ -528,6 +538,10 @@ def output_specs(job):
             rows = [("q", (m, k), q), ("scale", (m, k // MX_BLOCK), "uint8")]
             cols = [("qt", (k, m), q), ("scale_t", (k, m // MX_BLOCK), "uint8")]
         return {"0": rows, "1": cols, "both": rows + cols}[o["dim"]]
+    if op == "grouped_mx_cast":
+        tp = grouped_mx_columns(s["T"], s["E"])
+        return [("qt", (s["K"], tp), q), ("scale_t", (s["K"], tp // MX_BLOCK), "uint8"),
+                ("padded_offsets", (s["E"],), "int32")]
     if op == "block_cast":
         m, k = s["M"], s["K"]
         mb, kb = -(-m // BLOCK), -(-k // BLOCK)
@@ -832,20 +846,19 @@ def swizzled_len(rows, cols):
     return -(-rows // 128) * 128 * (-(-cols // 4) * 4)
 
 
-def mx_peer(job):
-    """mx_cast the way torchao's to_mx writes it in plain torch: x viewed as
-    blocks of 32 along its last dim, the E8M0 byte from the bits of each
-    block's amax, x scaled by the power of two made from that byte."""
+def mx_quantizer(job):
+    """The MX cast of the job's options as torchao's to_mx writes it in plain
+    torch: x[R, C] viewed as blocks of 32 along C, the E8M0 byte from the
+    bits of each block's amax, x scaled by the power of two made from that
+    byte -> q[R, C] fp8, scale[R, C/32] E8M0 bytes."""
     o = job["options"]
     fp8 = getattr(torch, "float8_" + job["fp8"])
     fmax = float(torch.finfo(fp8).max)
     emax = math.frexp(fmax)[1] - 1  # the largest power of two's exponent: 8 (e4m3), 15 (e5m2)
     inv_fmax = f32_value(1 / fmax)  # an f32 constant, so the product is the f32 one whatever torch does
     rceil = o["mx_round"] == "rceil"
-    dim = o["dim"]
 
     def mx_blocks(x):
-        """x[R, C] -> q[R, C] fp8, scale[R, C/32] E8M0 bytes: blocks of 32 along C."""
         r, c = x.shape
         xb = x.float().reshape(r, c // MX_BLOCK, MX_BLOCK)
         amax = xb.abs().amax(dim=-1)  # NaN if the block holds one
@@ -866,6 +879,16 @@ def mx_peer(job):
         # torch's cast to fp8 does not saturate (e4m3fn overflows to NaN): clamp first.
         q = y.clamp(-fmax, fmax).to(fp8).reshape(r, c)
         return q, s.to(torch.uint8)
+
+    return mx_blocks
+
+
+def mx_peer(job):
+    """mx_cast: mx_quantizer's cast of x (dim=0), of x.t().contiguous()
+    (dim=1), or both, the scales swizzled as torchao's to_blocked does."""
+    o = job["options"]
+    dim = o["dim"]
+    mx_blocks = mx_quantizer(job)
 
     def swizzle(s):
         """s[R, C] -> the flat layout the GEMMs read (torchao's to_blocked):
@@ -888,6 +911,52 @@ def mx_peer(job):
         return qt if dim == "1" else blocks(x) + qt
 
     return Peer(mx_cast, compile_it(mx_cast))
+
+
+def grouped_mx_columns(t, e):
+    """qt's row length TP: T rows and at most 31 padding rows a group, in whole blocks."""
+    return -(-(t + 31 * e) // MX_BLOCK) * MX_BLOCK
+
+
+def grouped_mx_peer(job):
+    """grouped_mx_cast: each group's rows of x padded with zero rows to a
+    multiple of 32, the groups stacked, zero rows up to TP, and that
+    cast along its rows as mx_cast's dim=1 casts x.t().contiguous()."""
+    mx_blocks = mx_quantizer(job)
+    t, k, e = (job["sizes"][n] for n in ("T", "K", "E"))
+    tp = grouped_mx_columns(t, e)
+
+    def grouped_mx_cast(x, offsets):
+        # What users write: the group ends on the host (a sync), a loop over groups.
+        parts, ends, lo, end = [], [], 0, 0
+        for hi in offsets.tolist():
+            n = hi - lo
+            padded = -(-n // MX_BLOCK) * MX_BLOCK
+            parts.append(torch.nn.functional.pad(x[lo:hi], (0, 0, 0, padded - n)))
+            end += padded
+            ends.append(end)
+            lo = hi
+        parts.append(x.new_zeros((tp - end, k)))
+        qt, st = mx_blocks(torch.cat(parts).t().contiguous())
+        return qt, st, torch.tensor(ends, dtype=torch.int32, device=x.device)
+
+    def grouped_mx_cast_nosync(x, offsets):
+        # Device-only: the padded ends by cumsum, each padded row's group by
+        # searchsorted, its source row gathered (zero past its group's rows).
+        starts = torch.cat([offsets[:1] * 0, offsets[:-1]])
+        padded = ((offsets - starts + (MX_BLOCK - 1)) >> 5) << 5
+        ends = padded.cumsum(0)
+        slots = torch.arange(tp, device=x.device, dtype=ends.dtype)
+        g = torch.searchsorted(ends, slots, right=True).clamp(max=e - 1)
+        src = starts[g] + slots - (ends[g] - padded[g])
+        ok = (slots < ends[g]) & (src < offsets[g])
+        xp = torch.where(ok[:, None], x[src.clamp(0, t - 1)], 0)
+        qt, st = mx_blocks(xp.t().contiguous())
+        return qt, st, ends.to(torch.int32)
+
+    return Peer(grouped_mx_cast, compile_it(grouped_mx_cast_nosync),
+                note="eager reads offsets on the host (offsets.tolist(), a sync per call), pads each group and stacks them",
+                compile_note="a device-only form: padded ends by cumsum, each padded row's source by searchsorted and a gather")
 
 
 def block_peer(job):
@@ -1119,6 +1188,8 @@ def make_peer(job):
                                  "by AOTAutograd), torch.autograd.grad outside it")
     if op == "mx_cast":
         return mx_peer(job)
+    if op == "grouped_mx_cast":
+        return grouped_mx_peer(job)
     if op == "block_cast":
         return block_peer(job)
     return cast_peer(job)

@@ -439,6 +439,8 @@ class FT:
         return self._binary(o, f)
 
     def __and__(self, o):
+        if self.dtype.kind == "bool" and isinstance(o, FT) and o.dtype.kind == "bool":
+            return FT([a and b for a, b in zip(self.data, o._broadcast_to(self.shape).data)], self.shape, boolean)
         return self._int_binary(o, lambda x, y: x & y)
 
     def __rshift__(self, o):  # arithmetic on the signed types, as torch's
@@ -535,6 +537,14 @@ class FT:
 
     def mean(self, dim=None, keepdim=False):
         return self._reduce(lambda v: math.fsum(v) / len(v), dim, keepdim)
+
+    def cumsum(self, dim):
+        assert norm_dim(dim, len(self.shape)) == 0 and len(self.shape) == 1 and self.dtype.kind == "int"
+        out, acc = [], 0
+        for v in self.data:
+            acc += v
+            out.append(acc)
+        return FT(out, self.shape, int64)  # torch sums the integer types in int64
 
     def scatter_reduce(self, dim, index, src, reduce, include_self=True):
         assert dim == 0 and reduce == "amax" and include_self
@@ -1595,6 +1605,37 @@ class TestPeerMaths(unittest.TestCase):
                             self.assertEqual(t.shape, shape, name)
         j = job("mx_cast", {"M": 160, "K": 96}, dim="both", scales="swizzled")
         self.assertEqual([s[1] for s in peers.output_specs(j)], [(160, 96), (256 * 4,), (96, 160), (128 * 8,)])
+
+    def test_grouped_mx_cast(self):
+        # Groups empty, shorter than a block, at a block's edge and past
+        # it; the planted blocks' rows (the last 32) cross group ends.
+        t, k = 64, 64
+        for sizes, o in ((([20, 0, 44]), {}), ([64], {"mx_round": "rceil", "fp8": "e5m2"}),
+                         ([32, 1, 31], {"in": "f32"}), ([0, 64, 0], {"mx_round": "rceil"})):
+            with self.subTest(sizes=sizes, **o):
+                e = len(sizes)
+                j = job("grouped_mx_cast", {"T": t, "K": k, "E": e}, **o)
+                fmt = self.fmt_of(j)
+                x = mx_input(t, k, getattr(self.fake, peers.SHORT_DTYPES[j["options"]["in"]]), fmt.max, self.rng)
+                offsets = FT(peers.cumulative(sizes), (e,), int32)
+                tp = -(-(t + 31 * e) // 32) * 32
+                self.assertEqual(peers.output_specs(j)[0][1], (k, tp))
+                qt, st, ends = [0] * (k * tp), [0] * (k * tp // 32), []
+                lo, col = 0, 0
+                for hi in offsets.data:
+                    for b in range(lo, hi, 32):
+                        for c in range(k):
+                            vals = [x.at((r, c)) if r < hi else 0.0 for r in range(b, b + 32)]
+                            byte, codes = ref_mx_block(vals, fmt, j["options"]["mx_round"] == "rceil")
+                            st[c * tp // 32 + (col + b - lo) // 32] = byte
+                            qt[c * tp + col + b - lo:c * tp + col + b - lo + 32] = codes
+                    col += -(-(hi - lo) // 32) * 32
+                    ends.append(col)
+                    lo = hi
+                for outs in self.run_both(j, x, offsets):
+                    self.assertEqual(self.mx_codes(outs[0]), qt)
+                    self.assertEqual(self.mx_codes(outs[1]), st)
+                    self.assertEqual(outs[2].data, ends)
 
     def test_mx_swizzle_reference(self):
         # The layout's definition, read off torchao's to_blocked for one tile:

@@ -275,12 +275,14 @@ func refPow2(x int) float32 { return float32(math.Ldexp(1, x)) }
 // fmt_max·2^k (rceil's rounding), subnormal amaxes, the f32 and bf16
 // extremes, ties of the element rounding, and a lone NaN or Inf.
 func mxPlantBlocks(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
-	if !adversarial {
-		return
+	if adversarial {
+		plantMXBlocks(in["x"], c.Size("M"), c.Size("K"), c.Format.Max, r)
 	}
-	x := in["x"]
-	m, k := c.Size("M"), c.Size("K")
-	fmax := float64(c.Format.Max)
+}
+
+// plantMXBlocks plants mxPlantBlocks' blocks into x[m, k].
+func plantMXBlocks(x *Tensor, m, k int, fmt32 float32, r *rand.Rand) {
+	fmax := float64(fmt32)
 	kinds := []func(e int) float64{
 		func(int) float64 { return 0 },
 		func(int) float64 { return math.Copysign(0, -1) },

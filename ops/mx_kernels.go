@@ -156,3 +156,73 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 		return nil
 	})
 }
+
+// groupedMXOffsetsKernel: program g writes group g's padded end column,
+// the sum of the group sizes up to g each rounded up to 32, from every
+// group's bounds at once (clamped as groupRowsOf clamps them, and at most
+// TP, so that bad offsets keep every column inside qt), and reports g's
+// bounds if they are bad.
+func groupedMXOffsetsKernel(b *ir.Builder, c *Call) {
+	offsets := b.Param("offsets", ir.I32)
+	po := b.Param("padded_offsets", ir.I32)
+	status := b.Param("status", ir.I32)
+	t, ne := b.Size("T"), b.Size("E")
+	g := b.ProgramID(0)
+	gs, starts, ends := groupedOffsets(b, c, offsets, t, ne)
+	lo := starts.Max(0).Min(t)
+	sizes := ends.Max(lo).Min(t).Sub(lo).Named("sizes")
+	upTo := b.Where(gs.Le(g).And(gs.Lt(ne)), roundUp(sizes, mxBlock), b.Int(0))
+	end := upTo.Reduce(0, ir.RSum).Min(groupedMXTP(b, t, ne)).Named("padded_end")
+	b.Store(b.PtrAdd(po, g), end.Cast(ir.I32), nil)
+	_, _, bad := groupRowsOf(b, offsets, t, ne, g)
+	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad, ir.Relaxed, ir.ScopeAgent)
+}
+
+// groupedMXTP is qt's row length TP (groupedMXColumns).
+func groupedMXTP(b *ir.Builder, t, ne *ir.Value) *ir.Value {
+	return roundUp(t.Add(ne.Mul(mxBlock-1)), mxBlock).Named("tp")
+}
+
+// groupedMXCastKernel: program (pk, pi) takes columns pk·BLOCK_K … of x
+// and RB blocks of 32 columns of qt, one a trip. A block's group is the
+// number of padded ends at or before its first column (groupsMet's
+// count); its rows of x follow from the group's first row and first
+// column, those past the group's end (and every row of a block past the
+// last group) read as zeros. The [32, BLOCK_K] tile's column maxima are
+// its blocks', written transposed into qt through LDS, as mx_cast_cols.
+func groupedMXCastKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	offsets := b.Param("offsets", ir.I32)
+	po := b.Param("padded_offsets", ir.I32)
+	qt := b.Param("qt", ir.FP8(c.Format))
+	st := b.Param("scale_t", ir.E8M0)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
+	tp := groupedMXTP(b, t, ne)
+	blocks := tp.Div(mxBlock).Named("col_blocks")
+	pk := b.ProgramID(0)
+	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
+	colOK := cols.Lt(k).Named("col_ok")
+	gs := b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	ends := b.Where(gs.Lt(ne), b.Index(b.Load(b.PtrAdd(po, gs), gs.Lt(ne), 0)), tp).Named("padded_ends")
+	first := b.ProgramID(1).Mul(rb).Named("first")
+	fp8 := ir.FP8(c.Format)
+	b.For(first, first.Add(rb).Min(blocks), 1, nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
+		col0 := i.Mul(mxBlock).Named("col0")
+		g := b.Where(ends.Le(col0), b.Int(1), b.Int(0)).Reduce(0, ir.RSum).Named("group")
+		in := g.Lt(ne).Named("in_group")
+		gc := g.Min(ne.Sub(1))
+		lo, hi, _ := groupRowsOf(b, offsets, t, ne, gc)
+		prev := b.Where(gc.Eq(0), b.Int(0), gc.Sub(1)) // no address before padded_offsets, even masked
+		// At most col0 by the count (clamped to say so to the index width).
+		start := b.Index(b.Load(b.PtrAdd(po, prev), gc.Gt(0), 0)).Max(0).Min(col0).Named("group_col0")
+		src := lo.Add(col0.Sub(start)).Add(b.Arange(mxBlock)).Named("src_rows")
+		rowOK := src.Lt(hi).And(in).Named("row_ok")
+		xf := loadF32(b, x, src.Col().Mul(k).Add(cols.Row()), rowOK.Col().And(colOK.Row()))
+		scale, recip := mxScales(b, c, xf, 0)
+		offsT := cols.Col().Mul(tp).Add(col0.Add(b.Arange(mxBlock)).Row()).Named("offs_t")
+		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), colOK.Col())
+		b.Store(b.PtrAdd(st, cols.Mul(blocks).Add(i)), scale.Cast(ir.E8M0), colOK)
+		return nil
+	})
+}

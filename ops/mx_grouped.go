@@ -1,0 +1,163 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/fp8gen/fp8gen/expr"
+	"github.com/fp8gen/fp8gen/internal/refnum"
+	"github.com/fp8gen/fp8gen/schedule"
+)
+
+// grouped_mx_cast is mx_cast's dim=1 for the tokens of a grouped GEMM:
+// the weight gradient of expert g, dy_gᵀ·x_g, reduces over group g's rows
+// only, so no MX block of 32 rows may hold rows of two groups. Each
+// group's rows start a fresh block in qt[K, TP], and its last block is
+// padded with zero columns: group g takes columns padded_offsets[g-1] …
+// padded_offsets[g]-1, its rows offsets[g-1] … offsets[g]-1 first, then
+// zeros up to a multiple of 32. The padded ends are cumulative on the
+// device (no sync), written for the GEMM to read; TP = 32·⌈(T + 31·E)/32⌉
+// is the most they can need, and the columns past the last group's
+// padded end are zeros with scale byte 0, as are the padding columns'
+// blocks' zeros (a zero never moves a block's amax). The numerics of a
+// block are mx_cast's.
+
+// groupedMXColumns is TP: T rows and at most 31 padding rows a group,
+// rounded up to whole blocks.
+const groupedMXColumns = "cdiv(T + 31 * E, 32) * 32"
+
+var GroupedMXCast = register(&Op{
+	Name: "grouped_mx_cast",
+	Doc: "x[T,K], offsets[E] (each group's end row, on the device) → qt[K,TP] MXFP8 with scale_t[K,TP/32] e8m0, " +
+		"blocks of 32 rows within a group (each group padded to a multiple of 32 columns), padded_offsets[E]",
+	Sizes:   []string{"T", "K", "E"},
+	Options: mxOptions[:3],
+	OCP:     true,
+	Peers:   true,
+	Tensors: []Arg{
+		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("T"), e("K")}, Role: Input},
+		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
+			Doc: "cumulative end row of each group: group g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0), offsets[E-1] = T"},
+		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e(groupedMXColumns)}, Role: Output,
+			Doc: "x transposed, group g in columns padded_offsets[g-1] … padded_offsets[g]-1, its rows then zeros; zeros past the last group"},
+		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e("cdiv(T + 31 * E, 32)")}, Role: Output,
+			Doc: "block (j, i)'s scale: qt[j, 32i : 32i+32]"},
+		{Name: "padded_offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output,
+			Doc: "cumulative end column of each group in qt: offsets' group sizes each rounded up to a multiple of 32"},
+		{Name: "status", DType: "i32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0,
+			Doc: "0, or E - g for the first group g whose offsets are bad (then the outputs hold no defined values; every access stays inside the tensors)", Status: groupStatus},
+	},
+	Kernels: []*Kernel{
+		{Name: "grouped_mx_offsets", Build: groupedMXOffsetsKernel, Grid: [3]expr.Expr{e("E"), e("1"), e("1")}},
+		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(cdiv(T + 31 * E, 32), RB)"), e("1")}},
+	},
+	Knobs: []schedule.Knob{
+		warpsKnob,
+		{Name: "BLOCK_K", Doc: "columns of x per program", Domain: schedule.Pow2("1", "2048")},
+		{Name: "RB", Doc: "blocks of 32 columns of qt per program, one a trip", Domain: schedule.Pow2("1", "65536")},
+		{Name: "BLOCK_E", Doc: "groups a program reads the padded ends of at once (at least E)", Domain: schedule.Pow2("1", "4096")},
+	},
+	Constraints: []schedule.Constraint{
+		tileLimit("32 * BLOCK_K"),
+		{Cond: e("BLOCK_E >= E"), Why: "a program reads every group's padded end at once: BLOCK_E must be at least E"},
+		{Cond: e("cdiv(cdiv(T + 31 * E, 32), RB) <= 65535"), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
+		{Cond: e("E <= 2147483647"), Why: "grid axis 0 of the offsets kernel (groups) holds at most 2^31-1 programs"},
+	},
+	Candidates: func() []Candidate {
+		var out []Candidate
+		for _, c := range []struct{ warps, bk, rb string }{{"4", "128", "8"}, {"8", "256", "4"}, {"4", "64", "16"}, {"2", "128", "2"}} {
+			out = append(out, Candidate{
+				{"WARPS", e(c.warps)},
+				{"BLOCK_K", e(c.bk)},
+				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(T + 31 * E, 32), 65535)))")},
+				{"BLOCK_E", e("pow2ceil(E)")},
+			})
+		}
+		return out
+	},
+	Ceiling: e("100"),
+	Example: Shape{"T": 8192, "K": 2048, "E": 8},
+	Bench:   []Shape{{"T": 65536, "K": 7168, "E": 8}, {"T": 32768, "K": 2048, "E": 16}, {"T": 16384, "K": 5120, "E": 64}},
+	Tests: Tests{
+		// T < E (empty groups), one group, groups shorter and longer than
+		// a block, K not a multiple of a vector.
+		Shapes: []Shape{{"T": 1, "K": 1, "E": 1}, {"T": 7, "K": 33, "E": 3}, {"T": 5, "K": 40, "E": 8}, {"T": 130, "K": 17, "E": 4},
+			{"T": 300, "K": 70, "E": 5}, {"T": 64, "K": 256, "E": 2}, {"T": 1000, "K": 33, "E": 9}},
+		GPU:     []Shape{{"T": 4096, "K": 2048, "E": 16}, {"T": 3000, "K": 777, "E": 7}, {"T": 20000, "K": 64, "E": 3}},
+		Options: []Options{{"in": "f32", "fp8": "e5m2", "mx_round": "rceil"}, {"mx_round": "rceil"}},
+		Odd:     Shape{"T": 200, "K": 72, "E": 5},
+		Schedules: []schedule.Params{
+			{"WARPS": 1, "BLOCK_K": 32, "RB": 2, "BLOCK_E": 16},
+			{"WARPS": 2, "BLOCK_K": 64, "RB": 1, "BLOCK_E": 32},
+		},
+		Wide: Shape{"T": 1 << 16, "K": 1 << 15, "E": 8},
+	},
+	Goldens: []Variant{
+		{Name: "rceil_e5m2_f32", Options: Options{"mx_round": "rceil", "fp8": "e5m2", "in": "f32"}},
+		{Name: "odd", Shape: Shape{"T": 1000, "K": 333, "E": 7}},
+	},
+	FillInputs: func(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+		groupOffsets(c, r, adversarial, in)
+		if adversarial {
+			plantMXBlocks(in["x"], c.Size("T"), c.Size("K"), c.Format.Max, r)
+		}
+	},
+	Validate: checkOffsets,
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		t, k := c.Size("T"), c.Size("K")
+		tp := groupedMXPadded(t, c.Size("E"))
+		x := in["x"].Floats()
+		out := Tensors(c.SpecsOf(Output, Scratch))
+		qt, st, po := out["qt"].Data, out["scale_t"].Data, out["padded_offsets"]
+		enc := refnum.Encoder(c.Format)
+		rceil := c.Opt("mx_round") == "rceil"
+		lo, col := 0, 0 // the group's first row of x and column of qt
+		block := make([]float32, 32)
+		for g, end := range in["offsets"].Ints() {
+			hi := int(end)
+			for ; lo < hi; lo, col = lo+32, col+32 {
+				for j := range k {
+					for e := range block {
+						block[e] = 0
+						if lo+e < hi {
+							block[e] = x[(lo+e)*k+j]
+						}
+					}
+					s := refMXScale(block, c.Format, rceil)
+					st[j*(tp/32)+col/32] = s
+					for e, v := range block {
+						code := enc(float32(math.NaN()))
+						if s != 0xFF {
+							code = enc(v * refPow2(127-int(s)))
+						}
+						qt[j*tp+col+e] = code
+					}
+				}
+			}
+			lo = hi
+			po.SetBits(g, uint64(col))
+		}
+		return out
+	},
+	Dequantize: func(c *Call, in, out map[string]*Tensor) []float32 {
+		t, k := c.Size("T"), c.Size("K")
+		tp := groupedMXPadded(t, c.Size("E"))
+		qt, st := out["qt"], out["scale_t"]
+		x := make([]float32, t*k)
+		lo, col := 0, 0
+		for _, end := range in["offsets"].Ints() {
+			for i := lo; i < int(end); i++ {
+				p := col + i - lo
+				for j := range k {
+					x[i*k+j] = c.Format.Decode(qt.Data[j*tp+p]) * float32(st.Float(j*(tp/32)+p/32))
+				}
+			}
+			col += (int(end) - lo + 31) / 32 * 32
+			lo = int(end)
+		}
+		return x
+	},
+})
+
+// groupedMXPadded is TP (groupedMXColumns) at t rows and ne groups.
+func groupedMXPadded(t, ne int) int { return (t + 31*ne + 31) / 32 * 32 }
