@@ -231,3 +231,31 @@ func TestShippedClasses(t *testing.T) {
 		}
 	}
 }
+
+// Every shipped entry names all of its op's options, defaults filled in,
+// as a lookup's key does: an option added to an op must re-key the shipped
+// files (with its default, where the entry's kernel is the one it tuned),
+// or their schedules are silently no longer found.
+func TestShippedOptions(t *testing.T) {
+	c, _ := Shipped()
+	for k, e := range c.entries {
+		op, err := ops.Lookup(e.Op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		given := ops.Options{}
+		for _, kv := range strings.Split(k.Options, ",") {
+			if n, v, ok := strings.Cut(kv, "="); ok {
+				given[n] = v
+			}
+		}
+		full, err := op.CheckOptions(given)
+		if err != nil {
+			t.Errorf("%s at %s: %v", k.Op, e.Shape, err)
+			continue
+		}
+		if want := full.String(); k.Options != want {
+			t.Errorf("%s at %s is filed under options %q; a lookup's key is %q", k.Op, e.Shape, k.Options, want)
+		}
+	}
+}

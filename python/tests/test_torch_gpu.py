@@ -70,6 +70,7 @@ SHAPES = {
     "tensorwise_cast_transpose": ["M=40,K=72", "M=7,K=33"],
     "rowcol_cast": ["M=40,K=72", "M=7,K=33"],
     "grouped_rowcol_cast": ["T=200,K=72,E=5", "T=130,K=17,E=4"],
+    "grouped_mx_cast": ["T=200,K=72,E=5", "T=130,K=17,E=4"],
     "swiglu_probs": ["R=40,F=72", "R=7,F=8"],
     "swiglu_probs_bwd": ["R=40,F=72", "R=7,F=8"],
 }
