@@ -133,6 +133,9 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 				}
 				p, err := v.op.NewPlan(t, sh, v.opts, shippedSchedule(v.op, t, sh, v.opts, stderr))
 				if err != nil {
+					if strings.HasPrefix(err.Error(), v.spec+": ") { // the op's own name already leads
+						return usageError{err}
+					}
 					return usageError{fmt.Errorf("%s: %w", v.spec, err)}
 				}
 				b, err := export.New(p)
