@@ -432,6 +432,12 @@ func Summary(rows []Row) string {
 		for _, gpu := range gpus {
 			groups = append(groups, Groups(slices.DeleteFunc(slices.Clone(rows), func(r Row) bool { return r.GPU != gpu }))...)
 		}
+		// Labelled by the options that vary over every GPU's rows: a case
+		// one GPU ran alone still names what tells it from the others.
+		varying := varyingOptions(rows)
+		for _, g := range groups {
+			g.Variant = optionsText(g.Options, varying[g.Op])
+		}
 	}
 	for _, g := range groups {
 		f, fok := g.Impl[ImplFP8Gen]

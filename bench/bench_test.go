@@ -287,3 +287,21 @@ func TestSummaryTwoGPUs(t *testing.T) {
 		}
 	}
 }
+
+// A case only one GPU ran is labelled by the options that tell it from the
+// other GPU's cases of its op, though its own GPU's rows agree on them.
+func TestSummaryTwoGPUsVariant(t *testing.T) {
+	row := func(gpu, impl, scales string) Row {
+		return Row{Op: "mx_cast", Shape: "64x64", Impl: impl, TimeUS: 5, GBPerS: 20, GPU: gpu, Date: "2026-12-07",
+			Options: map[string]string{"dim": "0", "scales": scales}}
+	}
+	s := Summary([]Row{
+		row("NVIDIA H200", ImplCopy, "swizzled"), row("NVIDIA H200", ImplFP8Gen, "swizzled"),
+		row("NVIDIA H100", ImplCopy, "rowmajor"), row("NVIDIA H100", ImplFP8Gen, "rowmajor"),
+	})
+	for _, want := range []string{"| `mx_cast` | 64x64 scales=swizzled | H200 |", "| `mx_cast` | 64x64 scales=rowmajor | H100 |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
