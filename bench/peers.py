@@ -184,7 +184,11 @@ plain torch:
                        fmax)), 2^-X the f32 of bits (254 - byte) << 23.
                        scales=swizzled rearranges each scale matrix as
                        torchao's to_blocked does (F.pad to 128 rows and 4
-                       columns, view, permute, transpose), a flat tensor.
+                       columns, view, permute, transpose), a flat tensor;
+                       scales=gfx950 as hipBLASLt's pre-swizzled gfx950
+                       layout (F.pad to 32 rows and 8 columns, view
+                       [R/32, 2, 16, C/8, 2, 4], permute to tile row, tile
+                       column, quarter, row of 16, half, row half), flat.
   grouped_mx_cast      x[T,K], offsets[E] -> qt[K,TP], scale_t[K,TP/32],
                        padded_offsets[E] (int32), TP = 32 * cdiv(T + 31E, 32):
                        each group's rows zero-padded to a multiple of 32, the
@@ -272,7 +276,7 @@ class OpSpec:
 
 CAST_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "pow2": ("false", "true")}
 MX_OPTIONS = {"in": ("bf16", "f32"), "fp8": ("e4m3", "e5m2"), "mx_round": ("floor", "rceil"),
-              "dim": ("0", "1", "both"), "scales": ("rowmajor", "swizzled")}
+              "dim": ("0", "1", "both"), "scales": ("rowmajor", "swizzled", "gfx950")}
 QK_OPTIONS = {"order": ("bshd", "sbhd"), "rope": ("neox", "gptj"), "weight": ("bf16", "f32"),
               "eps": ("1e-6", "1e-5"), "angles": ("table", "theta")}
 
@@ -531,9 +535,10 @@ def output_specs(job):
                 ("qt", (s["K"], s["T"]), q), ("inv_scale_col", (s["E"], s["K"]), "float32")]
     if op == "mx_cast":
         m, k = s["M"], s["K"]
-        if o["scales"] == "swizzled":  # flat, padded to 128x4 tiles
-            rows = [("q", (m, k), q), ("scale", (swizzled_len(m, k // MX_BLOCK),), "uint8")]
-            cols = [("qt", (k, m), q), ("scale_t", (swizzled_len(k, m // MX_BLOCK),), "uint8")]
+        if o["scales"] in ("swizzled", "gfx950"):  # flat, padded to whole tiles
+            n = swizzled_len if o["scales"] == "swizzled" else gfx950_len
+            rows = [("q", (m, k), q), ("scale", (n(m, k // MX_BLOCK),), "uint8")]
+            cols = [("qt", (k, m), q), ("scale_t", (n(k, m // MX_BLOCK),), "uint8")]
         else:
             rows = [("q", (m, k), q), ("scale", (m, k // MX_BLOCK), "uint8")]
             cols = [("qt", (k, m), q), ("scale_t", (k, m // MX_BLOCK), "uint8")]
@@ -846,6 +851,11 @@ def swizzled_len(rows, cols):
     return -(-rows // 128) * 128 * (-(-cols // 4) * 4)
 
 
+def gfx950_len(rows, cols):
+    """The bytes of a [rows, cols] scale matrix in gfx950's 32x8 tiles, padded."""
+    return -(-rows // 32) * 32 * (-(-cols // 8) * 8)
+
+
 def mx_quantizer(job):
     """The MX cast of the job's options as torchao's to_mx writes it in plain
     torch: x[R, C] viewed as blocks of 32 along C, the E8M0 byte from the
@@ -900,9 +910,22 @@ def mx_peer(job):
         t = p.view(rp // 128, 128, cp // 4, 4).permute(0, 2, 1, 3)
         return t.reshape(-1, 4, 32, 4).transpose(1, 2).reshape(-1)
 
+    def gfx950(s):
+        """s[R, C] -> hipBLASLt's pre-swizzled gfx950 layout: zero-padded to
+        32x8 tiles, each tile's bytes ordered by column quarter, row of 16,
+        column half, row half."""
+        r, c = s.shape
+        rp, cp = -(-r // 32) * 32, -(-c // 8) * 8
+        p = torch.nn.functional.pad(s, (0, cp - c, 0, rp - r))
+        # [tile row, row half, row of 16, tile column, column half, column quarter]
+        t = p.view(rp // 32, 2, 16, cp // 8, 2, 4).permute(0, 3, 5, 2, 4, 1)
+        return t.reshape(-1)
+
+    layouts = {"rowmajor": lambda s: s, "swizzled": swizzle, "gfx950": gfx950}
+
     def blocks(x):
         q, s = mx_blocks(x)
-        return (q, swizzle(s)) if o["scales"] == "swizzled" else (q, s)
+        return q, layouts[o["scales"]](s)
 
     def mx_cast(x):
         if dim == "0":

@@ -812,6 +812,20 @@ def ref_mx_swizzle(scales, rows, cols):
     return out
 
 
+def ref_mx_gfx950(scales, rows, cols):
+    """scales (row-major [rows, cols]) in hipBLASLt's gfx950 layout (ops/mx.go):
+    tile (r // 32, c // 8) of the zero-padded matrix at 256 bytes a tile,
+    tiles row-major, S[r, c] at (c % 4) * 64 + (r % 16) * 4 + (c % 8 // 4) * 2
+    + r % 32 // 16 in it."""
+    tiles_per_row = -(-cols // 8)
+    out = [0] * (-(-rows // 32) * tiles_per_row * 256)
+    for r in range(rows):
+        for c in range(cols):
+            tile = r // 32 * tiles_per_row + c // 8
+            out[tile * 256 + c % 4 * 64 + r % 16 * 4 + c % 8 // 4 * 2 + r % 32 // 16] = scales[r * cols + c]
+    return out
+
+
 def mx_blocks_to_plant(dtype, fmax, rng):
     """Blocks of 32 values of the classes the scale rules break on, rounded to dtype."""
     step = 1 if dtype is float32 else 0x10000  # one ulp of dtype, in f32 bits
@@ -1561,11 +1575,12 @@ class TestPeerMaths(unittest.TestCase):
         """The peer's outputs are ref_mx's, bit for bit (q codes and scale bytes)."""
         o = j["options"]
         want = ref_mx(x, self.fmt_of(j), o["mx_round"] == "rceil", o["dim"])
-        if o.get("scales") == "swizzled":
+        if o.get("scales") in ("swizzled", "gfx950"):
+            lay = ref_mx_swizzle if o["scales"] == "swizzled" else ref_mx_gfx950
             m, k = x.shape
             for name, rows, cols in (("scale", m, k // 32), ("scale_t", k, m // 32)):
                 if name in want:
-                    want[name] = ref_mx_swizzle(want[name], rows, cols)
+                    want[name] = lay(want[name], rows, cols)
         names = [s[0] for s in peers.output_specs(j)]
         self.assertEqual(names, list(want))
         for name, t in zip(names, outs):
@@ -1636,6 +1651,28 @@ class TestPeerMaths(unittest.TestCase):
                     self.assertEqual(self.mx_codes(outs[0]), qt)
                     self.assertEqual(self.mx_codes(outs[1]), st)
                     self.assertEqual(outs[2].data, ends)
+
+    def test_mx_cast_gfx950_scales(self):
+        # 96 rows: three 32-row tiles along M; 3 or 5 blocks a row, padded to 8.
+        for dim in ("0", "1", "both"):
+            for m, k in ((96, 96), (32, 160)):
+                with self.subTest(dim=dim, m=m, k=k):
+                    j = job("mx_cast", {"M": m, "K": k}, dim=dim, scales="gfx950")
+                    x = mx_input(m, k, self.fake.bfloat16, self.fmt_of(j).max, self.rng)
+                    for outs in self.run_both(j, x):
+                        self.check_mx(j, x, outs)
+        j = job("mx_cast", {"M": 96, "K": 160}, dim="both", scales="gfx950")
+        self.assertEqual([s[1] for s in peers.output_specs(j)], [(96, 160), (96 * 8,), (160, 96), (160 * 8,)])
+
+    def test_mx_gfx950_reference(self):
+        # One tile, read off the layout's definition: byte 4n + 2h + g is
+        # S[16g + n, 4h] for the first column quarter (n < 16).
+        s = list(range(32 * 8))  # S[r, c] = 8r + c
+        got = ref_mx_gfx950(s, 32, 8)
+        self.assertEqual(got[:8], [0, 128, 4, 132, 8, 136, 12, 140])
+        self.assertEqual(got[64:66], [1, 129])
+        self.assertEqual(sorted(got), s)
+        self.assertEqual(ref_mx_gfx950([7], 1, 1), [7] + [0] * 255)
 
     def test_mx_swizzle_reference(self):
         # The layout's definition, read off torchao's to_blocked for one tile:

@@ -45,7 +45,7 @@ var mxOptions = []Option{
 	castOptions[0], castOptions[1],
 	{Name: "mx_round", Doc: "the scale rule: floor (OCP) or rceil (NVIDIA's, round the descale up)", Values: []string{"floor", "rceil"}, Default: "floor"},
 	{Name: "dim", Doc: "0: q[M,K] with blocks along K; 1: qt[K,M] (transposed) with blocks along M; both: both from one read", Values: []string{"0", "1", "both"}, Default: "0"},
-	{Name: "scales", Doc: "rowmajor: [rows, blocks]; swizzled: the 128x4 tiles cuBLASLt (VEC32_UE8M0) and torch._scaled_mm read, rows padded to 128 and blocks to 4, padding 0", Values: []string{"rowmajor", "swizzled"}, Default: "rowmajor"},
+	{Name: "scales", Doc: "rowmajor: [rows, blocks]; swizzled: the 128x4 tiles cuBLASLt (VEC32_UE8M0) and torch._scaled_mm read, rows padded to 128 and blocks to 4; gfx950: the 32x8 tiles hipBLASLt's pre-swizzled BLK32_UE8M0_32_8_EXT reads, rows padded to 32 and blocks to 8; padding 0", Values: []string{"rowmajor", "swizzled", "gfx950"}, Default: "rowmajor"},
 }
 
 // The swizzled layout of an E8M0 scale matrix S[rows, cols] (cuBLASLt's
@@ -57,6 +57,16 @@ var mxOptions = []Option{
 // padded length in sizes.
 func mxSwizzledLen(rows, cols string) expr.Expr {
 	return e("cdiv(" + rows + ", 128) * 128 * (cdiv(" + cols + ", 4) * 4)")
+}
+
+// The gfx950 layout (hipBLASLt's HIPBLASLT_MATMUL_MATRIX_SCALE_BLK32_UE8M0_32_8_EXT,
+// its pre-swizzled scales on gfx950): rows padded to a multiple of 32, cols
+// to a multiple of 8, cut into 32x8 tiles stored one after another in
+// row-major order of tiles, 256 bytes each; within a tile, S[r, c] sits at
+// (c % 4)·64 + (r % 16)·4 + (c / 4)·2 + r / 16. Padding 0. mxGfx950Len
+// is the padded length.
+func mxGfx950Len(rows, cols string) expr.Expr {
+	return e("cdiv(" + rows + ", 32) * 32 * (cdiv(" + cols + ", 8) * 8)")
 }
 
 var MXCast = register(&Op{
@@ -72,9 +82,11 @@ var MXCast = register(&Op{
 		{Name: "q", DType: "fp8", Shape: []expr.Expr{e("M"), e("K")}, Role: Output, When: "dim=0|both"},
 		{Name: "scale", DType: "e8m0", Shape: []expr.Expr{e("M"), e("K / 32")}, Role: Output, When: "dim=0|both,scales=rowmajor", Doc: "block (i, j)'s scale: x[i, 32j : 32j+32]"},
 		{Name: "scale", DType: "e8m0", Shape: []expr.Expr{mxSwizzledLen("M", "K / 32")}, Role: Output, When: "dim=0|both,scales=swizzled", Doc: "the scales [M, K/32] swizzled into 128x4 tiles (docs/ops.md)"},
+		{Name: "scale", DType: "e8m0", Shape: []expr.Expr{mxGfx950Len("M", "K / 32")}, Role: Output, When: "dim=0|both,scales=gfx950", Doc: "the scales [M, K/32] in gfx950's 32x8 tiles (docs/ops.md)"},
 		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e("M")}, Role: Output, When: "dim=1|both"},
 		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e("M / 32")}, Role: Output, When: "dim=1|both,scales=rowmajor", Doc: "block (j, i)'s scale: x[32i : 32i+32, j]"},
 		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{mxSwizzledLen("K", "M / 32")}, Role: Output, When: "dim=1|both,scales=swizzled", Doc: "the scales [K, M/32] swizzled into 128x4 tiles (docs/ops.md)"},
+		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{mxGfx950Len("K", "M / 32")}, Role: Output, When: "dim=1|both,scales=gfx950", Doc: "the scales [K, M/32] in gfx950's 32x8 tiles (docs/ops.md)"},
 	},
 	// Under scales=swizzled the grids cover the padded scale matrices, so
 	// that the kernels write the padding too.
@@ -82,7 +94,10 @@ var MXCast = register(&Op{
 		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(M * K / 32, ROWS)"), e("1"), e("1")}},
 		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(" + mxSwizzledLen("M", "K / 32").String() + ", ROWS)"), e("1"), e("1")}},
 		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(M / 32, RB)"), e("1")}},
+		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=gfx950", Grid: [3]expr.Expr{e("cdiv(" + mxGfx950Len("M", "K / 32").String() + ", ROWS)"), e("1"), e("1")}},
 		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(cdiv(K, 128) * 128, BLOCK_K)"), e("cdiv(cdiv(M / 32, 4) * 4, RB)"), e("1")}},
+		// K padded to 256: both's scale[M, K/32] pads its blocks to 8.
+		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=gfx950", Grid: [3]expr.Expr{e("cdiv(cdiv(K, 256) * 256, BLOCK_K)"), e("cdiv(cdiv(M / 32, 8) * 8, RB)"), e("1")}},
 	},
 	OptionRules: []OptionRule{
 		{When: "dim=0|both", Constraint: schedule.Constraint{Cond: e("K % 32 == 0"), Why: "MX blocks are 32 elements along K: K must be a multiple of 32"}},
@@ -97,7 +112,8 @@ var MXCast = register(&Op{
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 32"), tileLimit("32 * BLOCK_K"),
 		{Cond: e("cdiv(" + mxSwizzledLen("M", "K / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
-		{Cond: e("cdiv(cdiv(M / 32, 4) * 4, RB) <= 65535"), Why: "grid axis 1 (row blocks, padded to 4) holds at most 65535 programs"},
+		{Cond: e("cdiv(" + mxGfx950Len("M", "K / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(cdiv(M / 32, 8) * 8, RB) <= 65535"), Why: "grid axis 1 (row blocks, padded to 8) holds at most 65535 programs"},
 	},
 	Candidates: func() []Candidate {
 		var out []Candidate
@@ -106,7 +122,7 @@ var MXCast = register(&Op{
 				{"WARPS", e(c.warps)},
 				{"ROWS", e("WARPS * WAVE * " + c.per + " / 32")},
 				{"BLOCK_K", e(c.bk)},
-				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(M, 128) * 4, 65535)))")},
+				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(M, 256) * 8, 65535)))")},
 			})
 		}
 		return out
@@ -123,6 +139,7 @@ var MXCast = register(&Op{
 			{"dim": "1", "mx_round": "rceil", "fp8": "e5m2"},
 			{"dim": "both", "mx_round": "rceil", "in": "f32"},
 			{"scales": "swizzled"}, {"dim": "1", "scales": "swizzled", "mx_round": "rceil"}, {"dim": "both", "scales": "swizzled"},
+			{"scales": "gfx950"}, {"dim": "1", "scales": "gfx950", "fp8": "e5m2"}, {"dim": "both", "scales": "gfx950", "mx_round": "rceil"},
 		},
 		Odd:       Shape{"M": 96, "K": 160},
 		Schedules: []schedule.Params{{"WARPS": 1, "ROWS": 4, "BLOCK_K": 32, "RB": 2}, {"WARPS": 2, "ROWS": 64, "BLOCK_K": 64, "RB": 1}},
@@ -135,6 +152,8 @@ var MXCast = register(&Op{
 		{Name: "both_rceil_e5m2_f32", Options: Options{"dim": "both", "mx_round": "rceil", "fp8": "e5m2", "in": "f32"}},
 		{Name: "swizzled", Options: Options{"scales": "swizzled"}},
 		{Name: "both_swizzled", Options: Options{"dim": "both", "scales": "swizzled"}},
+		{Name: "gfx950_scales", Options: Options{"scales": "gfx950"}},
+		{Name: "both_gfx950_scales", Options: Options{"dim": "both", "scales": "gfx950"}},
 	},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		m, k := c.Size("M"), c.Size("K")
@@ -155,7 +174,12 @@ var MXCast = register(&Op{
 			}
 			return s
 		}
-		swizzled := c.Opt("scales") == "swizzled"
+		// lay lays out the scales s[rows, cols] as the option says.
+		lay := map[string]func(s []uint8, rows, cols int) []uint8{
+			"rowmajor": func(s []uint8, _, _ int) []uint8 { return s },
+			"swizzled": refSwizzle,
+			"gfx950":   refGfx950,
+		}[c.Opt("scales")]
 		if q := out["q"]; q != nil {
 			kb := k / 32
 			s := make([]uint8, m*kb)
@@ -165,10 +189,7 @@ var MXCast = register(&Op{
 					s[i*kb+j] = quantize(func(e int, b uint8) { q.Data[i*k+j*32+e] = b })
 				}
 			}
-			if swizzled {
-				s = refSwizzle(s, m, kb)
-			}
-			copy(out["scale"].Data, s)
+			copy(out["scale"].Data, lay(s, m, kb))
 		}
 		if qt := out["qt"]; qt != nil {
 			mb := m / 32
@@ -181,10 +202,7 @@ var MXCast = register(&Op{
 					s[j*mb+i] = quantize(func(e int, b uint8) { qt.Data[j*m+i*32+e] = b })
 				}
 			}
-			if swizzled {
-				s = refSwizzle(s, k, mb)
-			}
-			copy(out["scale_t"].Data, s)
+			copy(out["scale_t"].Data, lay(s, k, mb))
 		}
 		return out
 	},
@@ -192,10 +210,16 @@ var MXCast = register(&Op{
 		m, k := c.Size("M"), c.Size("K")
 		// at is the index of scale (r, b) of a matrix of cols blocks a row.
 		at := func(r, b, cols int) int { return r*cols + b }
-		if c.Opt("scales") == "swizzled" {
+		switch c.Opt("scales") {
+		case "swizzled":
 			at = func(r, b, cols int) int {
 				tile := r/128*((cols+3)/4) + b/4
 				return tile*512 + r%32*16 + r%128/32*4 + b%4
+			}
+		case "gfx950":
+			at = func(r, b, cols int) int {
+				tile := r/32*((cols+7)/8) + b/8
+				return tile*256 + b%4*64 + r%16*4 + b%8/4*2 + r%32/16
 			}
 		}
 		if out["q"] == nil { // dim=1: qt back into x's layout
@@ -259,6 +283,32 @@ func refSwizzle(s []uint8, rows, cols int) []uint8 {
 						out[n] = s[r*cols+col]
 					}
 					n++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// refGfx950 lays the scales s[rows, cols] out as hipBLASLt's pre-swizzled
+// gfx950 layout (above): for each 32x8 tile in row-major order, its bytes
+// in order: column quarter c%4, then row r%16, then column half c/4, then
+// row half r/16; padding 0.
+func refGfx950(s []uint8, rows, cols int) []uint8 {
+	tr, tc := (rows+31)/32, (cols+7)/8
+	out := make([]uint8, tr*tc*256)
+	n := 0
+	for t := range tr * tc {
+		r0, c0 := t/tc*32, t%tc*8
+		for cq := range 4 {
+			for r16 := range 16 {
+				for ch := range 2 {
+					for rh := range 2 {
+						if r, col := r0+rh*16+r16, c0+ch*4+cq; r < rows && col < cols {
+							out[n] = s[r*cols+col]
+						}
+						n++
+					}
 				}
 			}
 		}

@@ -44,11 +44,47 @@ func mxEmax(c *Call) int { return int(math.Floor(math.Log2(float64(c.Format.Max)
 // roundUp is n rounded up to a multiple of p.
 func roundUp(n *ir.Value, p int) *ir.Value { return n.Add(p - 1).Div(p).Mul(p) }
 
-// mxSwizzled is the index of scale (r, blk) in the swizzled layout
-// (mx.go) of a matrix whose rows hold colsPadded blocks (a multiple of 4).
-func mxSwizzled(r, blk, colsPadded *ir.Value) *ir.Value {
-	tile := r.Div(128).Mul(colsPadded.Div(4)).Add(blk.Div(4))
-	return tile.Mul(512).Add(r.Rem(32).Mul(16)).Add(r.Div(32).Rem(4).Mul(4)).Add(blk.Rem(4))
+// mxTiled is a layout of an E8M0 scale matrix S[rows, cols] that a GEMM
+// reads (mx.go): the matrix padded to whole tiles of tr x tc, the tiles
+// stored one after another in row-major order, tr·tc bytes each; at is
+// the byte of S[r, c] in its tile (r < tr, c < tc), of its inverse.
+type mxTiled struct {
+	tr, tc int
+	at     func(r, c *ir.Value) *ir.Value
+	of     func(in *ir.Value) (r, c *ir.Value)
+}
+
+// mxLayouts are the tiled scale layouts by the option scales.
+var mxLayouts = map[string]mxTiled{
+	// cuBLASLt's VEC32_UE8M0: rows r, r+32, r+64, r+96 side by side, four
+	// bytes of a row together.
+	"swizzled": {tr: 128, tc: 4,
+		at: func(r, c *ir.Value) *ir.Value { return r.Rem(32).Mul(16).Add(r.Div(32).Mul(4)).Add(c) },
+		of: func(in *ir.Value) (*ir.Value, *ir.Value) { return in.Div(4).Rem(4).Mul(32).Add(in.Div(16)), in.Rem(4) }},
+	// hipBLASLt's BLK32_UE8M0_32_8_EXT on gfx950: rows r and r+16, then
+	// columns c and c+4, then the 16 rows, then the 4 columns.
+	"gfx950": {tr: 32, tc: 8,
+		at: func(r, c *ir.Value) *ir.Value {
+			return c.Rem(4).Mul(64).Add(r.Rem(16).Mul(4)).Add(c.Div(4).Mul(2)).Add(r.Div(16))
+		},
+		of: func(in *ir.Value) (*ir.Value, *ir.Value) {
+			return in.Rem(2).Mul(16).Add(in.Div(4).Rem(16)), in.Div(2).Rem(2).Mul(4).Add(in.Div(64))
+		}},
+}
+
+// index is the byte of S[r, c] in the layout of a matrix whose rows hold
+// colsPadded scales (a multiple of tc).
+func (l mxTiled) index(r, c, colsPadded *ir.Value) *ir.Value {
+	tile := r.Div(l.tr).Mul(colsPadded.Div(l.tc)).Add(c.Div(l.tc))
+	return tile.Mul(l.tr * l.tc).Add(l.at(r.Rem(l.tr), c.Rem(l.tc)))
+}
+
+// cell is the inverse of index: the (r, c) of byte slot.
+func (l mxTiled) cell(slot, colsPadded *ir.Value) (r, c *ir.Value) {
+	tile, in := slot.Div(l.tr*l.tc), slot.Rem(l.tr*l.tc)
+	perRow := colsPadded.Div(l.tc)
+	ri, ci := l.of(in)
+	return tile.Div(perRow).Mul(l.tr).Add(ri), tile.Rem(perRow).Mul(l.tc).Add(ci)
 }
 
 // mxRowsKernel: each program's ROWS blocks of x taken as rows of 32
@@ -66,14 +102,13 @@ func mxRowsKernel(b *ir.Builder, c *Call) {
 	rows := c.Knob("ROWS")
 	slot := b.ProgramID(0).Mul(rows).Add(b.Arange(rows)).Named("block")
 	var base, ok, stored *ir.Value // x offset of the block; in x; scale written
-	if c.Opt("scales") == "swizzled" {
+	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
 		kb := k.Div(mxBlock).Named("block_cols")
-		kbp := roundUp(kb, 4).Named("padded_cols")
-		tile, in := slot.Div(512), slot.Rem(512)
-		r := tile.Div(kbp.Div(4)).Mul(128).Add(in.Div(4).Rem(4).Mul(32)).Add(in.Div(16)).Named("block_row")
-		col := tile.Rem(kbp.Div(4)).Mul(4).Add(in.Rem(4)).Named("block_col")
+		kbp := roundUp(kb, l.tc).Named("padded_cols")
+		r, col := l.cell(slot, kbp)
+		r, col = r.Named("block_row"), col.Named("block_col")
 		ok = r.Lt(m).And(col.Lt(kb)).Named("block_ok")
-		stored = slot.Lt(roundUp(m, 128).Mul(kbp)).Named("slot_ok")
+		stored = slot.Lt(roundUp(m, l.tr).Mul(kbp)).Named("slot_ok")
 		base = r.Mul(k).Add(col.Mul(mxBlock)).MultipleOf(mxBlock)
 	} else {
 		ok = slot.Lt(m.Mul(k).Div(mxBlock).Named("blocks")).Named("block_ok")
@@ -106,10 +141,10 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
 	mb := m.Div(mxBlock).Named("row_blocks")
-	swizzled := c.Opt("scales") == "swizzled"
+	l, swizzled := mxLayouts[c.Opt("scales")]
 	trips := mb // row blocks the trips run over
 	if swizzled {
-		trips = roundUp(mb, 4).Named("padded_row_blocks")
+		trips = roundUp(mb, l.tc).Named("padded_row_blocks")
 	}
 	pk := b.ProgramID(0)
 	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
@@ -127,7 +162,7 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 		offsT := cols.Col().Mul(m).Add(rows.Row()).Named("offs_t")
 		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), in.Col())
 		if swizzled {
-			b.Store(b.PtrAdd(st, mxSwizzled(cols, i, trips)), scale.Cast(ir.E8M0), cols.Lt(roundUp(k, 128)).Named("col_stored"))
+			b.Store(b.PtrAdd(st, l.index(cols, i, trips)), scale.Cast(ir.E8M0), cols.Lt(roundUp(k, l.tr)).Named("col_stored"))
 		} else {
 			b.Store(b.PtrAdd(st, cols.Mul(mb).Add(i)), scale.Cast(ir.E8M0), colOK)
 		}
@@ -147,8 +182,10 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 			s0, r0 := mxScales(b, c, xr, 1)
 			b.Store(b.PtrAdd(q, offs), xr.Mul(r0.Col()).Cast(fp8).Named("q"), ok.Col())
 			if swizzled {
-				kbp := roundUp(kb, 4).Named("padded_cols")
-				b.Store(b.PtrAdd(sc, mxSwizzled(xrow, bcol, kbp)), s0.Cast(ir.E8M0), bcol.Lt(kbp))
+				// The trips cover scale's padded rows (M is a multiple of
+				// 32, so a layout of 32-row tiles has none).
+				kbp := roundUp(kb, l.tc).Named("padded_cols")
+				b.Store(b.PtrAdd(sc, l.index(xrow, bcol, kbp)), s0.Cast(ir.E8M0), bcol.Lt(kbp).And(xrow.Lt(roundUp(m, l.tr))))
 			} else {
 				b.Store(b.PtrAdd(sc, xrow.Mul(kb).Add(bcol)), s0.Cast(ir.E8M0), ok)
 			}
