@@ -47,7 +47,7 @@ func roundUp(n *ir.Value, p int) *ir.Value { return n.Add(p - 1).Div(p).Mul(p) }
 // mxTiled is a layout of an E8M0 scale matrix S[rows, cols] that a GEMM
 // reads (mx.go): the matrix padded to whole tiles of tr x tc, the tiles
 // stored one after another in row-major order, tr·tc bytes each; at is
-// the byte of S[r, c] in its tile (r < tr, c < tc), of its inverse.
+// the byte of S[r, c] in its tile (r < tr, c < tc) and of its inverse.
 type mxTiled struct {
 	tr, tc int
 	at     func(r, c *ir.Value) *ir.Value
@@ -89,11 +89,12 @@ func (l mxTiled) cell(slot, colsPadded *ir.Value) (r, c *ir.Value) {
 
 // mxRowsKernel: each program's ROWS blocks of x taken as rows of 32
 // (x row-major, K a multiple of 32: block j is x[32j : 32j+32]), so that
-// the block's amax is a reduction along the tile's rows. Under
-// scales=swizzled the program's blocks are ROWS consecutive bytes of the
-// swizzled scales instead (four blocks of a row of x together, so that x
-// is still read 128 elements at a time); a padding byte's block is past
-// x, reads nothing and takes scale 0.
+// the block's amax is a reduction along the tile's rows. Under a tiled
+// scale layout the program's blocks are ROWS consecutive bytes of the
+// laid-out scales instead, so that the scale store stays contiguous
+// (swizzled: four blocks of a row of x together, x still read 128
+// elements at a time); a padding byte's block is past x, reads nothing
+// and takes scale 0.
 func mxRowsKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	q := b.Param("q", ir.FP8(c.Format))
@@ -126,7 +127,7 @@ func mxRowsKernel(b *ir.Builder, c *Call) {
 // maxima are its blocks', written transposed into qt through LDS. With
 // both, the trip also reads the same rows as [BLOCK_K, 32] blocks along
 // K (from the cache: the tile was just read) and writes q and its
-// scales. Under scales=swizzled the grid and the trips run over the
+// scales. Under a tiled scale layout the grid and the trips run over the
 // padded scale matrices; blocks past x read nothing and take scale 0.
 func mxColsKernel(b *ir.Builder, c *Call) {
 	both := c.Opt("dim") == "both"
@@ -141,9 +142,9 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
 	mb := m.Div(mxBlock).Named("row_blocks")
-	l, swizzled := mxLayouts[c.Opt("scales")]
+	l, tiled := mxLayouts[c.Opt("scales")]
 	trips := mb // row blocks the trips run over
-	if swizzled {
+	if tiled {
 		trips = roundUp(mb, l.tc).Named("padded_row_blocks")
 	}
 	pk := b.ProgramID(0)
@@ -154,14 +155,14 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 	b.For(first, first.Add(rb).Min(trips), 1, nil, func(i *ir.Value, _ []*ir.Value) []*ir.Value {
 		rows := i.Mul(mxBlock).Add(b.Arange(mxBlock)).Named("rows")
 		in := colOK
-		if swizzled {
+		if tiled {
 			in = colOK.And(i.Lt(mb)).Named("in_x")
 		}
 		xf := loadF32(b, x, rows.Col().Mul(k).Add(cols.Row()), in.Row())
 		scale, recip := mxScales(b, c, xf, 0)
 		offsT := cols.Col().Mul(m).Add(rows.Row()).Named("offs_t")
 		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), in.Col())
-		if swizzled {
+		if tiled {
 			b.Store(b.PtrAdd(st, l.index(cols, i, trips)), scale.Cast(ir.E8M0), cols.Lt(roundUp(k, l.tr)).Named("col_stored"))
 		} else {
 			b.Store(b.PtrAdd(st, cols.Mul(mb).Add(i)), scale.Cast(ir.E8M0), colOK)
@@ -174,14 +175,14 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 			bcol := pk.Mul(per).Add(r.Rem(per)).Named("bcol")
 			kb := k.Div(mxBlock)
 			ok := bcol.Lt(kb).Named("block_ok")
-			if swizzled {
+			if tiled {
 				ok = ok.And(i.Lt(mb))
 			}
 			offs := xrow.Col().Mul(k).Add(bcol.Mul(mxBlock).Col()).Add(b.Arange(mxBlock).Row()).Named("offs")
 			xr := loadF32(b, x, offs, ok.Col())
 			s0, r0 := mxScales(b, c, xr, 1)
 			b.Store(b.PtrAdd(q, offs), xr.Mul(r0.Col()).Cast(fp8).Named("q"), ok.Col())
-			if swizzled {
+			if tiled {
 				// The trips cover scale's padded rows (M is a multiple of
 				// 32, so a layout of 32-row tiles has none).
 				kbp := roundUp(kb, l.tc).Named("padded_cols")
