@@ -174,12 +174,7 @@ var MXCast = register(&Op{
 			}
 			return s
 		}
-		// lay lays out the scales s[rows, cols] as the option says.
-		lay := map[string]func(s []uint8, rows, cols int) []uint8{
-			"rowmajor": func(s []uint8, _, _ int) []uint8 { return s },
-			"swizzled": refSwizzle,
-			"gfx950":   refGfx950,
-		}[c.Opt("scales")]
+		lay := refScaleLayouts[c.Opt("scales")].lay
 		if q := out["q"]; q != nil {
 			kb := k / 32
 			s := make([]uint8, m*kb)
@@ -208,20 +203,7 @@ var MXCast = register(&Op{
 	},
 	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {
 		m, k := c.Size("M"), c.Size("K")
-		// at is the index of scale (r, b) of a matrix of cols blocks a row.
-		at := func(r, b, cols int) int { return r*cols + b }
-		switch c.Opt("scales") {
-		case "swizzled":
-			at = func(r, b, cols int) int {
-				tile := r/128*((cols+3)/4) + b/4
-				return tile*512 + r%32*16 + r%128/32*4 + b%4
-			}
-		case "gfx950":
-			at = func(r, b, cols int) int {
-				tile := r/32*((cols+7)/8) + b/8
-				return tile*256 + b%4*64 + r%16*4 + b%8/4*2 + r%32/16
-			}
-		}
+		at := refScaleLayouts[c.Opt("scales")].index
 		if out["q"] == nil { // dim=1: qt back into x's layout
 			qt, st := out["qt"], out["scale_t"]
 			x := make([]float32, m*k)
@@ -267,50 +249,33 @@ func refMXScale(block []float32, f *fp8.Format, rceil bool) uint8 {
 	return uint8(max(e-1-emax, -127) + 127)
 }
 
-// refSwizzle lays the scales s[rows, cols] out as the GEMMs read them
-// (the swizzled layout above): tile by tile, each tile's 32-row quarters
-// interleaved, four bytes of a row together, padding 0.
-func refSwizzle(s []uint8, rows, cols int) []uint8 {
-	tr, tc := (rows+127)/128, (cols+3)/4
-	out := make([]uint8, tr*tc*512)
-	n := 0
-	for t := range tr * tc {
-		r0, c0 := t/tc*128, t%tc*4
-		for lane := range 32 { // the 16 bytes of row r0 + lane and its three quarter-mates
-			for quarter := range 4 {
-				for b := range 4 {
-					if r, col := r0+quarter*32+lane, c0+b; r < rows && col < cols {
-						out[n] = s[r*cols+col]
-					}
-					n++
-				}
-			}
-		}
-	}
-	return out
+// refLayout is a scale layout of the reference: index is the byte of
+// S[r, c] of a matrix of cols scales a row, tr x tc its tiles (1 x 1:
+// row-major, no padding).
+type refLayout struct {
+	tr, tc int
+	index  func(r, c, cols int) int
 }
 
-// refGfx950 lays the scales s[rows, cols] out as hipBLASLt's pre-swizzled
-// gfx950 layout (above): for each 32x8 tile in row-major order, its bytes
-// in order: column quarter c%4, then row r%16, then column half c/4, then
-// row half r/16; padding 0.
-func refGfx950(s []uint8, rows, cols int) []uint8 {
-	tr, tc := (rows+31)/32, (cols+7)/8
-	out := make([]uint8, tr*tc*256)
-	n := 0
-	for t := range tr * tc {
-		r0, c0 := t/tc*32, t%tc*8
-		for cq := range 4 {
-			for r16 := range 16 {
-				for ch := range 2 {
-					for rh := range 2 {
-						if r, col := r0+rh*16+r16, c0+ch*4+cq; r < rows && col < cols {
-							out[n] = s[r*cols+col]
-						}
-						n++
-					}
-				}
-			}
+// refScaleLayouts are the layouts of option scales, from their
+// definitions above: tiles of the padded matrix in row-major order, and
+// each tile's bytes as the layout orders them.
+var refScaleLayouts = map[string]refLayout{
+	"rowmajor": {1, 1, func(r, c, cols int) int { return r*cols + c }},
+	"swizzled": {128, 4, func(r, c, cols int) int { // rows r, r+32, r+64, r+96 side by side
+		return (r/128*((cols+3)/4)+c/4)*512 + r%32*16 + r%128/32*4 + c%4
+	}},
+	"gfx950": {32, 8, func(r, c, cols int) int { // column quarter, row of 16, column half, row half
+		return (r/32*((cols+7)/8)+c/8)*256 + c%4*64 + r%16*4 + c%8/4*2 + r%32/16
+	}},
+}
+
+// lay lays the scales s[rows, cols] out, padding 0.
+func (l refLayout) lay(s []uint8, rows, cols int) []uint8 {
+	out := make([]uint8, (rows+l.tr-1)/l.tr*l.tr*((cols+l.tc-1)/l.tc*l.tc))
+	for r := range rows {
+		for c := range cols {
+			out[l.index(r, c, cols)] = s[r*cols+c]
 		}
 	}
 	return out

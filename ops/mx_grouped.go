@@ -22,9 +22,9 @@ import (
 // blocks' zeros (a zero never moves a block's amax). The numerics of a
 // block are mx_cast's.
 
-// groupedMXColumns is TP: T rows and at most 31 padding rows a group,
-// rounded up to whole blocks.
-const groupedMXColumns = "cdiv(T + 31 * E, 32) * 32"
+// groupedMXBlocks is TP / 32, qt's blocks a row: T rows and at most 31
+// padding rows a group, in whole blocks.
+const groupedMXBlocks = "cdiv(T + 31 * E, 32)"
 
 var GroupedMXCast = register(&Op{
 	Name: "grouped_mx_cast",
@@ -38,9 +38,9 @@ var GroupedMXCast = register(&Op{
 		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("T"), e("K")}, Role: Input},
 		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
 			Doc: "cumulative end row of each group: group g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0), offsets[E-1] = T"},
-		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e(groupedMXColumns)}, Role: Output,
+		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e(groupedMXBlocks + " * 32")}, Role: Output,
 			Doc: "x transposed, group g in columns padded_offsets[g-1] … padded_offsets[g]-1, its rows then zeros; zeros past the last group"},
-		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e("cdiv(T + 31 * E, 32)")}, Role: Output,
+		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e(groupedMXBlocks)}, Role: Output,
 			Doc: "block (j, i)'s scale: qt[j, 32i : 32i+32]"},
 		{Name: "padded_offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output,
 			Doc: "cumulative end column of each group in qt: offsets' group sizes each rounded up to a multiple of 32"},
@@ -49,7 +49,7 @@ var GroupedMXCast = register(&Op{
 	},
 	Kernels: []*Kernel{
 		{Name: "grouped_mx_offsets", Build: groupedMXOffsetsKernel, Grid: [3]expr.Expr{e("E"), e("1"), e("1")}},
-		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(cdiv(T + 31 * E, 32), RB)"), e("1")}},
+		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(" + groupedMXBlocks + ", RB)"), e("1")}},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
@@ -60,7 +60,7 @@ var GroupedMXCast = register(&Op{
 	Constraints: []schedule.Constraint{
 		tileLimit("32 * BLOCK_K"),
 		{Cond: e("BLOCK_E >= E"), Why: "a program reads every group's padded end at once: BLOCK_E must be at least E"},
-		{Cond: e("cdiv(cdiv(T + 31 * E, 32), RB) <= 65535"), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
+		{Cond: e("cdiv(" + groupedMXBlocks + ", RB) <= 65535"), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
 		{Cond: e("E <= 2147483647"), Why: "grid axis 0 of the offsets kernel (groups) holds at most 2^31-1 programs"},
 	},
 	Candidates: func() []Candidate {
@@ -69,7 +69,7 @@ var GroupedMXCast = register(&Op{
 			out = append(out, Candidate{
 				{"WARPS", e(c.warps)},
 				{"BLOCK_K", e(c.bk)},
-				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(T + 31 * E, 32), 65535)))")},
+				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(" + groupedMXBlocks + ", 65535)))")},
 				{"BLOCK_E", e("pow2ceil(E)")},
 			})
 		}
@@ -159,5 +159,5 @@ var GroupedMXCast = register(&Op{
 	},
 })
 
-// groupedMXPadded is TP (groupedMXColumns) at t rows and ne groups.
+// groupedMXPadded is TP (32 groupedMXBlocks) at t rows and ne groups.
 func groupedMXPadded(t, ne int) int { return (t + 31*ne + 31) / 32 * 32 }

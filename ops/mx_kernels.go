@@ -216,7 +216,7 @@ func groupedMXOffsetsKernel(b *ir.Builder, c *Call) {
 	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad, ir.Relaxed, ir.ScopeAgent)
 }
 
-// groupedMXTP is qt's row length TP (groupedMXColumns).
+// groupedMXTP is qt's row length TP (32 groupedMXBlocks).
 func groupedMXTP(b *ir.Builder, t, ne *ir.Value) *ir.Value {
 	return roundUp(t.Add(ne.Mul(mxBlock-1)), mxBlock).Named("tp")
 }
