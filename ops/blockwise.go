@@ -43,7 +43,7 @@ var BlockCast = register(&Op{
 	},
 	Kernels: []*Kernel{
 		{Name: "block_cast_rows", Build: blockRowsKernel, Option: "block=1x128,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(M * cdiv(K, 128), ROWS)"), e("1"), e("1")}},
-		{Name: "block_cast_rows", Build: blockRowsKernel, Option: "block=1x128,scales=colmajor", Grid: [3]expr.Expr{e("cdiv(cdiv(M, 4) * 4 * cdiv(K, 128), ROWS)"), e("1"), e("1")}},
+		{Name: "block_cast_rows", Build: blockRowsKernel, Option: "block=1x128,scales=colmajor", Grid: [3]expr.Expr{e("cdiv(cdiv(M, 4) * 4, ROWS) * cdiv(K, 128)"), e("1"), e("1")}},
 		{Name: "block_cast_cols", Build: blockColsKernel, Option: "block=128x1", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(M, 128)"), e("1")}},
 		{Name: "block_cast_tiles", Build: blockTilesKernel, Option: "block=128x128", Grid: [3]expr.Expr{e("cdiv(K, 128)"), e("cdiv(M, 128)"), e("1")}},
 	},
@@ -56,7 +56,7 @@ var BlockCast = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 128"), tileLimit("128 * BLOCK_K"),
-		{Cond: e("cdiv(cdiv(M, 4) * 4 * cdiv(K, 128), ROWS) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(cdiv(M, 4) * 4, ROWS) * cdiv(K, 128) <= 2147483647"), Why: "grid axis 0 holds at most 2^31-1 programs"},
 		{Cond: e("cdiv(M, 128) <= 65535"), Why: "grid axis 1 (blocks of 128 rows) holds at most 65535 programs: M at most 8388480"},
 	},
 	// Candidates hold the elements a lane carries (per) in every kernel:

@@ -6,10 +6,12 @@ import "github.com/fp8gen/fp8gen/ir"
 // n / cdiv(K,128), columns 128·(n mod cdiv(K,128)) on) taken as the rows
 // of a [ROWS, 128] tile, so that a block's amax is a reduction along the
 // tile's rows; a row's last block holds the columns below K. Under
-// scales=colmajor block n is the n-th scale of the column-major scales
-// instead (row n mod M', columns 128·(n / M') on, M' = M rounded up to
-// 4), so that the scale store stays contiguous; a padding row reads
-// nothing and writes the scale of a zero block.
+// scales=colmajor a program takes one column of blocks of ROWS rows
+// instead, so that its scale store is contiguous (M' = M rounded up to 4
+// rows, a padding row reads nothing and writes the scale of a zero
+// block); program p holds the rows ROWS·(p / cdiv(K,128)) on, so that
+// neighbouring programs read one stripe of whole rows, not columns of
+// blocks spread over all of x.
 func blockRowsKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	q := b.Param("q", ir.FP8(c.Format))
@@ -17,25 +19,27 @@ func blockRowsKernel(b *ir.Builder, c *Call) {
 	m, k := b.Size("M"), b.Size("K")
 	kb := k.CDiv(blockEdge).Named("k_blocks")
 	nr := c.Knob("ROWS")
-	blk := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("block")
-	var ok, stored, row, kblk *ir.Value
+	var ok, stored, row, first, at *ir.Value // first: a block's first column
 	if c.Opt("scales") == "colmajor" {
 		mp := roundUp(m, 4).Named("padded_rows")
-		stored = blk.Lt(kb.Mul(mp)).Named("block_stored")
-		row = blk.Rem(mp).Named("row")
-		ok = stored.And(row.Lt(m)).Named("block_ok")
-		kblk = blk.Div(mp)
+		pid := b.ProgramID(0)
+		kblk := pid.Rem(kb).Named("k_block")
+		row = pid.Div(kb).Mul(nr).Add(b.Arange(nr)).Named("row")
+		stored = row.Lt(mp).Named("block_stored")
+		ok = row.Lt(m).Named("block_ok")
+		first, at = kblk.Mul(blockEdge), kblk.Mul(mp).Add(row)
 	} else {
+		blk := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("block")
 		ok = blk.Lt(m.Mul(kb)).Named("block_ok")
-		stored, row, kblk = ok, blk.Div(kb).Named("row"), blk.Rem(kb)
+		stored, row, first, at = ok, blk.Div(kb).Named("row"), blk.Rem(kb).Mul(blockEdge).Col(), blk
 	}
-	cols := kblk.Mul(blockEdge).Col().Add(b.Arange(blockEdge).Row()).Named("cols")
+	cols := b.Arange(blockEdge).Row().Add(first).Named("cols")
 	mask := ok.Col().And(cols.Lt(k)).Named("mask")
 	offs := row.Col().Mul(k).Add(cols).Named("offs")
 	xf := loadF32(b, x, offs, mask)
 	scale := scaleOf(b, xf.Abs().Reduce(1, ir.RMax).Named("amax"), c)
 	b.Store(b.PtrAdd(q, offs), xf.Mul(scale.Col()).Cast(ir.FP8(c.Format)), mask)
-	b.Store(b.PtrAdd(inv, blk), b.Div(1, scale), stored)
+	b.Store(b.PtrAdd(inv, at), b.Div(1, scale), stored)
 }
 
 // blockColsKernel: program (pk, pi) takes columns pk·BLOCK_K … of rows
