@@ -293,7 +293,8 @@ OPS = {
     "rowcol_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "grouped_rowcol_cast": OpSpec(("T", "K", "E"), CAST_OPTIONS, True),
     "mx_cast": OpSpec(("M", "K"), MX_OPTIONS, True),
-    "grouped_mx_cast": OpSpec(("T", "K", "E"), {n: MX_OPTIONS[n] for n in ("in", "fp8", "mx_round")}, True),
+    "grouped_mx_cast": OpSpec(("T", "K", "E"), dict({n: MX_OPTIONS[n] for n in ("in", "fp8", "mx_round")},
+                                                    scales=("rowmajor", "swizzled")), True),
     "block_cast": OpSpec(("M", "K"), {**CAST_OPTIONS, "block": ("1x128", "128x1", "128x128"),
                                       "scales": ("rowmajor", "colmajor")}, True),
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
@@ -545,6 +546,10 @@ def output_specs(job):
         return {"0": rows, "1": cols, "both": rows + cols}[o["dim"]]
     if op == "grouped_mx_cast":
         tp = grouped_mx_columns(s["T"], s["E"])
+        if o["scales"] == "swizzled":
+            kp = -(-s["K"] // 128) * 128
+            return [("qt", (s["K"], tp), q), ("scale_t", (kp, grouped_mx_scale_cols(s["T"], s["E"])), "uint8"),
+                    ("padded_offsets", (s["E"],), "int32"), ("scale_offsets", (s["E"],), "int32")]
         return [("qt", (s["K"], tp), q), ("scale_t", (s["K"], tp // MX_BLOCK), "uint8"),
                 ("padded_offsets", (s["E"],), "int32")]
     if op == "block_cast":
@@ -893,6 +898,29 @@ def mx_quantizer(job):
     return mx_blocks
 
 
+def swizzle_128x4(s):
+    """s[R, C] -> the flat layout the GEMMs read (torchao's to_blocked):
+    zero-padded to 128x4 tiles, each tile's rows r and r+32, r+64, r+96
+    side by side."""
+    r, c = s.shape
+    rp, cp = -(-r // 128) * 128, -(-c // 4) * 4
+    p = torch.nn.functional.pad(s, (0, cp - c, 0, rp - r))
+    t = p.view(rp // 128, 128, cp // 4, 4).permute(0, 2, 1, 3)
+    return t.reshape(-1, 4, 32, 4).transpose(1, 2).reshape(-1)
+
+
+def swizzle_gfx950(s):
+    """s[R, C] -> hipBLASLt's pre-swizzled gfx950 layout: zero-padded to
+    32x8 tiles, each tile's bytes ordered by column quarter, row of 16,
+    column half, row half."""
+    r, c = s.shape
+    rp, cp = -(-r // 32) * 32, -(-c // 8) * 8
+    p = torch.nn.functional.pad(s, (0, cp - c, 0, rp - r))
+    # [tile row, row half, row of 16, tile column, column half, column quarter]
+    t = p.view(rp // 32, 2, 16, cp // 8, 2, 4).permute(0, 3, 5, 2, 4, 1)
+    return t.reshape(-1)
+
+
 def mx_peer(job):
     """mx_cast: mx_quantizer's cast of x (dim=0), of x.t().contiguous()
     (dim=1), or both, the scales swizzled as torchao's to_blocked does."""
@@ -900,28 +928,7 @@ def mx_peer(job):
     dim = o["dim"]
     mx_blocks = mx_quantizer(job)
 
-    def swizzle(s):
-        """s[R, C] -> the flat layout the GEMMs read (torchao's to_blocked):
-        zero-padded to 128x4 tiles, each tile's rows r and r+32, r+64, r+96
-        side by side."""
-        r, c = s.shape
-        rp, cp = -(-r // 128) * 128, -(-c // 4) * 4
-        p = torch.nn.functional.pad(s, (0, cp - c, 0, rp - r))
-        t = p.view(rp // 128, 128, cp // 4, 4).permute(0, 2, 1, 3)
-        return t.reshape(-1, 4, 32, 4).transpose(1, 2).reshape(-1)
-
-    def gfx950(s):
-        """s[R, C] -> hipBLASLt's pre-swizzled gfx950 layout: zero-padded to
-        32x8 tiles, each tile's bytes ordered by column quarter, row of 16,
-        column half, row half."""
-        r, c = s.shape
-        rp, cp = -(-r // 32) * 32, -(-c // 8) * 8
-        p = torch.nn.functional.pad(s, (0, cp - c, 0, rp - r))
-        # [tile row, row half, row of 16, tile column, column half, column quarter]
-        t = p.view(rp // 32, 2, 16, cp // 8, 2, 4).permute(0, 3, 5, 2, 4, 1)
-        return t.reshape(-1)
-
-    layouts = {"rowmajor": lambda s: s, "swizzled": swizzle, "gfx950": gfx950}
+    layouts = {"rowmajor": lambda s: s, "swizzled": swizzle_128x4, "gfx950": swizzle_gfx950}
 
     def blocks(x):
         q, s = mx_blocks(x)
@@ -941,13 +948,58 @@ def grouped_mx_columns(t, e):
     return -(-(t + 31 * e) // MX_BLOCK) * MX_BLOCK
 
 
+def grouped_mx_scale_cols(t, e):
+    """The swizzled scale_t's row length SC: every group's blocks rounded up to 4."""
+    return -(-(grouped_mx_columns(t, e) // MX_BLOCK + 3 * e) // 4) * 4
+
+
 def grouped_mx_peer(job):
     """grouped_mx_cast: each group's rows of x padded with zero rows to a
     multiple of 32, the groups stacked, zero rows up to TP, and that
-    cast along its rows as mx_cast's dim=1 casts x.t().contiguous()."""
+    cast along its rows as mx_cast's dim=1 casts x.t().contiguous();
+    under scales=swizzled each group's scales swizzled alone (torchao's
+    blocked layout for groups along K)."""
     mx_blocks = mx_quantizer(job)
     t, k, e = (job["sizes"][n] for n in ("T", "K", "E"))
     tp = grouped_mx_columns(t, e)
+
+    swizzled = job["options"]["scales"] == "swizzled"
+    kp, sc = -(-k // 128) * 128, grouped_mx_scale_cols(t, e)
+
+    def per_group_swizzle(st, ends):
+        # torchao's blocked layout of groups along K, in its loop: each
+        # group's scales swizzled alone, its bytes row by row in its columns.
+        parts, first, width, widths, prev = [], 0, 0, [], 0
+        for end in ends:
+            nb, prev = (end - prev) // MX_BLOCK, end
+            if nb:
+                cp = -(-nb // 4) * 4
+                parts.append(swizzle_128x4(st[:, first:first + nb]).view(kp, cp))
+                first, width = first + nb, width + cp
+            widths.append(width)
+        parts.append(st.new_zeros((kp, sc - width)))
+        return torch.cat(parts, dim=1), torch.tensor(widths, dtype=torch.int32, device=st.device)
+
+    def per_group_swizzle_nosync(st, ends):
+        # Device-only: each scale's place from its group's bounds, by index
+        # arithmetic, scattered (as int32, the blocks past the last group
+        # into one slot past the end).
+        bends = ends >> 5
+        bstarts = torch.cat([bends[:1] * 0, bends[:-1]])
+        cp = ((bends - bstarts + 3) >> 2) << 2
+        widths = cp.cumsum(0)
+        nblk = st.shape[1]
+        i = torch.arange(nblk, device=st.device, dtype=widths.dtype)
+        g = torch.searchsorted(bends, i, right=True).clamp(max=e - 1)
+        j = (i - bstarts[g])[None, :]
+        w = cp[g].clamp(min=1)[None, :]
+        r = torch.arange(k, device=st.device, dtype=widths.dtype)[:, None]
+        f = ((((r >> 7) * (w >> 2) + (j >> 2)) << 9) + ((r & 31) << 4) + (((r >> 5) & 3) << 2) + (j & 3))
+        at = (f // w) * sc + (widths[g] - cp[g])[None, :] + f % w
+        at = torch.where((i < bends[g])[None, :], at, kp * sc)
+        out = torch.zeros(kp * sc + 1, device=st.device, dtype=torch.int32).scatter_reduce(
+            0, at.flatten(), st.to(torch.int32).flatten(), "amax")
+        return out[:kp * sc].to(torch.uint8).view(kp, sc), widths.to(torch.int32)
 
     def grouped_mx_cast(x, offsets):
         # What users write: the group ends on the host (a sync), a loop over groups.
@@ -961,7 +1013,11 @@ def grouped_mx_peer(job):
             lo = hi
         parts.append(x.new_zeros((tp - end, k)))
         qt, st = mx_blocks(torch.cat(parts).t().contiguous())
-        return qt, st, torch.tensor(ends, dtype=torch.int32, device=x.device)
+        ends_t = torch.tensor(ends, dtype=torch.int32, device=x.device)
+        if swizzled:
+            scale, widths = per_group_swizzle(st, ends)
+            return qt, scale, ends_t, widths
+        return qt, st, ends_t
 
     def grouped_mx_cast_nosync(x, offsets):
         # Device-only: the padded ends by cumsum, each padded row's group by
@@ -975,6 +1031,9 @@ def grouped_mx_peer(job):
         ok = (slots < ends[g]) & (src < offsets[g])
         xp = torch.where(ok[:, None], x[src.clamp(0, t - 1)], 0)
         qt, st = mx_blocks(xp.t().contiguous())
+        if swizzled:
+            scale, widths = per_group_swizzle_nosync(st, ends)
+            return qt, scale, ends.to(torch.int32), widths
         return qt, st, ends.to(torch.int32)
 
     return Peer(grouped_mx_cast, compile_it(grouped_mx_cast_nosync),

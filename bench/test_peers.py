@@ -443,6 +443,12 @@ class FT:
             return FT([a and b for a, b in zip(self.data, o._broadcast_to(self.shape).data)], self.shape, boolean)
         return self._int_binary(o, lambda x, y: x & y)
 
+    def __floordiv__(self, o):  # torch's: floor division
+        return self._int_binary(o, lambda x, y: x // y)
+
+    def __mod__(self, o):  # torch's: the sign of the divisor
+        return self._int_binary(o, lambda x, y: x % y)
+
     def __rshift__(self, o):  # arithmetic on the signed types, as torch's
         return self._int_binary(o, lambda x, y: x >> y)
 
@@ -810,6 +816,26 @@ def ref_mx_swizzle(scales, rows, cols):
             tile = r // 128 * tiles_per_row + c // 4
             out[tile * 512 + r % 32 * 16 + r % 128 // 32 * 4 + c % 4] = scales[r * cols + c]
     return out
+
+
+def ref_group_swizzle(scales, rows, cols, ends, width):
+    """Row-major scales [rows, cols] laid out per group as grouped_mx_cast's
+    scales=swizzled (ops/mx_grouped.go): group g's ends[g]/32 - ends[g-1]/32
+    columns as their own matrix in ref_mx_swizzle's layout, its bytes row by
+    row into the group's columns of a [rows rounded up to 128, width]
+    matrix, each group's width its blocks rounded up to 4. Returns the bytes
+    and the groups' end columns."""
+    out = [0] * (-(-rows // 128) * 128 * width)
+    first, col, widths, prev = 0, 0, [], 0
+    for end in ends:
+        nb, prev = end // 32 - prev // 32, end
+        cp = -(-nb // 4) * 4
+        g = ref_mx_swizzle([scales[r * cols + first + c] for r in range(rows) for c in range(nb)], rows, nb)
+        for f, v in enumerate(g):
+            out[f // cp * width + col + f % cp] = v
+        first, col = first + nb, col + cp
+        widths.append(col)
+    return out, widths
 
 
 def ref_mx_gfx950(scales, rows, cols):
@@ -1624,9 +1650,12 @@ class TestPeerMaths(unittest.TestCase):
     def test_grouped_mx_cast(self):
         # Groups empty, shorter than a block, at a block's edge and past
         # it; the planted blocks' rows (the last 32) cross group ends.
+        # Under scales=swizzled: groups of 1, 4 and 5 blocks (padded to 4 or
+        # 8 columns), K past a tile of 128 rows.
         t, k = 64, 64
         for sizes, o in ((([20, 0, 44]), {}), ([64], {"mx_round": "rceil", "fp8": "e5m2"}),
-                         ([32, 1, 31], {"in": "f32"}), ([0, 64, 0], {"mx_round": "rceil"})):
+                         ([32, 1, 31], {"in": "f32"}), ([0, 64, 0], {"mx_round": "rceil"}),
+                         ([20, 0, 44], {"scales": "swizzled"}), ([0, 64, 0], {"scales": "swizzled"})):
             with self.subTest(sizes=sizes, **o):
                 e = len(sizes)
                 j = job("grouped_mx_cast", {"T": t, "K": k, "E": e}, **o)
@@ -1647,10 +1676,31 @@ class TestPeerMaths(unittest.TestCase):
                     col += -(-(hi - lo) // 32) * 32
                     ends.append(col)
                     lo = hi
+                if j["options"]["scales"] == "swizzled":
+                    st, widths = ref_group_swizzle(st, k, tp // 32, ends, peers.grouped_mx_scale_cols(t, e))
                 for outs in self.run_both(j, x, offsets):
                     self.assertEqual(self.mx_codes(outs[0]), qt)
                     self.assertEqual(self.mx_codes(outs[1]), st)
                     self.assertEqual(outs[2].data, ends)
+                    if j["options"]["scales"] == "swizzled":
+                        self.assertEqual(outs[3].data, widths)
+
+    def test_grouped_mx_swizzled_layout(self):
+        # Groups of 1 and 5 blocks at K = 130 (two tiles of 128 rows): each
+        # group's bytes are the swizzled matrix of its own scales, laid row by
+        # row into its 4 or 8 columns; the rest of scale_t is 0.
+        k, cols, ends = 130, 8, [32, 192]
+        st = [(r * 7 + c * 3) % 251 + 1 for r in range(k) for c in range(cols)]
+        got, widths = ref_group_swizzle(st, k, cols, ends, 16)
+        self.assertEqual(widths, [4, 12])
+        self.assertEqual(len(got), 256 * 16)
+        g0 = ref_mx_swizzle([st[r * cols] for r in range(k)], k, 1)
+        g1 = ref_mx_swizzle([st[r * cols + 1 + c] for r in range(k) for c in range(5)], k, 5)
+        for i, v in enumerate(g0):
+            self.assertEqual(got[i // 4 * 16 + i % 4], v)
+        for i, v in enumerate(g1):
+            self.assertEqual(got[i // 8 * 16 + 4 + i % 8], v)
+        self.assertEqual(set(got[r * 16 + c] for r in range(256) for c in range(12, 16)), {0})
 
     def test_mx_cast_gfx950_scales(self):
         # 96 rows: three 32-row tiles along M; 3 or 5 blocks a row, padded to 8.

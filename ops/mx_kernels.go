@@ -212,6 +212,12 @@ func groupedMXOffsetsKernel(b *ir.Builder, c *Call) {
 	upTo := b.Where(gs.Le(g).And(gs.Lt(ne)), roundUp(sizes, mxBlock), b.Int(0))
 	end := upTo.Reduce(0, ir.RSum).Min(groupedMXTP(b, t, ne)).Named("padded_end")
 	b.Store(b.PtrAdd(po, g), end.Cast(ir.I32), nil)
+	if c.Opt("scales") == "swizzled" {
+		// Each group's blocks rounded up to 4: its rows rounded up to 128.
+		upTo := b.Where(gs.Le(g).And(gs.Lt(ne)), roundUp(sizes, 4*mxBlock).Div(mxBlock), b.Int(0))
+		end := upTo.Reduce(0, ir.RSum).Min(groupedMXScaleWidth(b, t, ne)).Named("scale_end")
+		b.Store(b.PtrAdd(b.Param("scale_offsets", ir.I32), g), end.Cast(ir.I32), nil)
+	}
 	_, _, bad := groupRowsOf(b, offsets, t, ne, g)
 	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad, ir.Relaxed, ir.ScopeAgent)
 }
@@ -219,6 +225,11 @@ func groupedMXOffsetsKernel(b *ir.Builder, c *Call) {
 // groupedMXTP is qt's row length TP (32 groupedMXBlocks).
 func groupedMXTP(b *ir.Builder, t, ne *ir.Value) *ir.Value {
 	return roundUp(t.Add(ne.Mul(mxBlock-1)), mxBlock).Named("tp")
+}
+
+// groupedMXScaleWidth is the swizzled scale_t's row length SC.
+func groupedMXScaleWidth(b *ir.Builder, t, ne *ir.Value) *ir.Value {
+	return roundUp(groupedMXTP(b, t, ne).Div(mxBlock).Add(ne.Mul(3)), 4).Named("scale_cols")
 }
 
 // groupedMXCastKernel: program (pk, pi) takes columns pk·BLOCK_K … of x
@@ -233,7 +244,11 @@ func groupedMXCastKernel(b *ir.Builder, c *Call) {
 	offsets := b.Param("offsets", ir.I32)
 	po := b.Param("padded_offsets", ir.I32)
 	qt := b.Param("qt", ir.FP8(c.Format))
-	st := b.Param("scale_t", ir.E8M0)
+	name := "scale_t"
+	if c.Opt("scales") == "swizzled" {
+		name = "scale_rows" // laid out per group by groupedMXSwizzleKernel
+	}
+	st := b.Param(name, ir.E8M0)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
 	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
 	tp := groupedMXTP(b, t, ne)
@@ -263,4 +278,50 @@ func groupedMXCastKernel(b *ir.Builder, c *Call) {
 		b.Store(b.PtrAdd(st, cols.Mul(blocks).Add(i)), scale.Cast(ir.E8M0), colOK)
 		return nil
 	})
+}
+
+// groupedMXSwizzleKernel: program (pj, pr) takes 4·WARPS columns of
+// scale_t and 128 rows: a [128, 4·WARPS] tile whose element (r, j) is,
+// where column j falls in group g's, the byte of the group's swizzled
+// matrix at row r and its column j - scale_offsets[g-1] (a column's group
+// is the number of scale ends at or before it, as groupedMXCastKernel
+// finds a block's). That byte's place in the group's K'·c_g bytes, laid
+// row by row into the group's c_g columns, is where it goes: 4 columns
+// and 128 rows are one 512-byte tile of the group. Its value is
+// scale_rows' at (r, the group's first block + its column), or 0 past K
+// or the group's blocks; a column past the last group writes zeros in
+// place. Every byte of scale_t has one writer.
+func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
+	po := b.Param("padded_offsets", ir.I32)
+	so := b.Param("scale_offsets", ir.I32)
+	rows := b.Param("scale_rows", ir.E8M0)
+	st := b.Param("scale_t", ir.E8M0)
+	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	blocks := groupedMXTP(b, t, ne).Div(mxBlock).Named("col_blocks")
+	sc := groupedMXScaleWidth(b, t, ne)
+	bj := 4 * c.Knob("WARPS")
+	gs := b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	ends := b.Where(gs.Lt(ne), b.Index(b.Load(b.PtrAdd(so, gs), gs.Lt(ne), 0)), sc).Named("scale_ends")
+	j := b.ProgramID(0).Mul(bj).Add(b.Arange(bj)).Named("col")
+	g := b.Where(ends.Row().Le(j.Col()), b.Int(1), b.Int(0)).Reduce(1, ir.RSum).Named("group")
+	in := g.Lt(ne).Named("in_group")
+	gc := g.Min(ne.Sub(1))
+	prev := b.Where(gc.Eq(0), b.Int(0), gc.Sub(1)) // no address before the offsets, even masked
+	// The ends as the offsets kernel clamps them (to say so to the index width).
+	bound := func(p, g, mask, hi *ir.Value) *ir.Value {
+		return b.Index(b.Load(b.PtrAdd(p, g), mask, 0)).Max(0).Min(hi)
+	}
+	first := bound(so, prev, gc.Gt(0), sc).Named("group_col0")
+	width := bound(so, gc, nil, sc).Sub(first).Max(1).Named("group_cols")
+	// The group's first block in scale_rows and its blocks (qt's padded columns / 32).
+	pstart := bound(po, prev, gc.Gt(0), blocks.Mul(mxBlock)).Div(mxBlock).Named("group_block0")
+	nb := bound(po, gc, nil, blocks.Mul(mxBlock)).Div(mxBlock).Sub(pstart).Named("group_blocks")
+	lj := j.Sub(first).Named("local_col")
+	r := b.ProgramID(1).Mul(128).Add(b.Arange(128)).Named("row")
+	slot := mxLayouts["swizzled"].index(r.Col(), lj.Row(), width.Row()).Named("slot")
+	at := b.Where(in.Row(), slot.Div(width.Row()).Mul(sc).Add(slot.Rem(width.Row())).Add(first.Row()),
+		r.Col().Mul(sc).Add(j.Row())).Named("at")
+	src := r.Col().Lt(k).And(in.And(lj.Lt(nb)).Row()).Named("src_ok")
+	v := b.Load(b.PtrAdd(rows, r.Col().Mul(blocks).Add(pstart.Add(lj).Row())), src, 0)
+	b.Store(b.PtrAdd(st, at), v, j.Lt(sc).Row())
 }
