@@ -144,19 +144,23 @@ func TestGroupedGarbageOffsets(t *testing.T) {
 	type run struct {
 		op *Op
 		s  schedule.Params
+		o  Options
 	}
 	var runs []run
 	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1, "ORDER": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "FUSED": 0, "BY_ROWS": 1, "BLOCK_E": 8, "ORDER": 0},
 		{"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 1, "FUSED": 1}, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "BY_ROWS": 1, "BLOCK_E": 8}} {
-		runs = append(runs, run{GroupedColwise, s})
+		runs = append(runs, run{GroupedColwise, s, nil})
 	}
 	for _, s := range []schedule.Params{nil, {"BLOCK_T": 32, "BLOCK_K": 32, "WARPS": 4, "SPLIT": 4, "ORDER": 0, "PREFETCH": 0}} {
-		runs = append(runs, run{GroupedRowcol, s})
+		runs = append(runs, run{GroupedRowcol, s, nil})
+	}
+	for _, o := range []Options{nil, {"scales": "swizzled"}} {
+		runs = append(runs, run{GroupedMXCast, nil, o}, run{GroupedMXCast, schedule.Params{"WARPS": 1, "BLOCK_K": 32, "RB": 2, "BLOCK_E": 8}, o})
 	}
 	for _, ru := range runs {
-		p, err := ru.op.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, nil, ru.s)
+		p, err := ru.op.NewPlan(tg, Shape{"T": 300, "K": 24, "E": 5}, ru.o, ru.s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,11 @@ FP8G_HIP int __shfl_xor(int v, int mask) {
 }
 FP8G_HIP unsigned __shfl_xor(unsigned v, int mask) { return (unsigned)__shfl_xor((int)v, mask); }
 FP8G_HIP float __shfl_xor(float v, int mask) { return __int_as_float(__shfl_xor(__float_as_int(v), mask)); }
+FP8G_HIP long long __shfl_xor(long long v, int mask) {
+  const unsigned long long u = (unsigned long long)v;
+  const unsigned lo = __shfl_xor((unsigned)u, mask), hi = __shfl_xor((unsigned)(u >> 32), mask);
+  return (long long)(((unsigned long long)hi << 32) | lo);
+}
 #endif
 #include <stdint.h>
 
