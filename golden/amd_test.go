@@ -160,7 +160,7 @@ var amdCompilers = []amdCompiler{
 			"grouped_cast_rows":   {2, "two nested loops with runtime bounds"},
 			"grouped_cast":        {12, "the grouped loop's group bounds and addresses with odd sizes (none at the aligned ones)"},
 			"grouped_rowcol_cast": {23, "two passes over each group's rows with their bounds held"},
-			"grouped_mx_cast":     {6, "swizzled scales at 64-bit indices only (none at 32): the group's bounds in SGPR pairs"},
+			"grouped_mx_swizzle":  {64, "at 64-bit indices only (none at 32): the sizes and every uniform bound in SGPR pairs"},
 		},
 		// 2026-12-06, gfx942 and gfx950: ×0.41 (rowwise_cast on gfx950, 111
 		// against 273) to ×2.14 (qk_norm_rope_dw on gfx942, 90 against 42).

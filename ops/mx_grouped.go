@@ -60,6 +60,8 @@ var GroupedMXCast = register(&Op{
 			Doc: "block (j, i)'s scale: qt[j, 32i : 32i+32]"},
 		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("cdiv(K, 128) * 128"), e(groupedMXScaleCols)}, Role: Output, When: "scales=swizzled",
 			Doc: "each group's scales [K, its blocks] in 128x4 tiles, written row by row into its columns scale_offsets[g-1] … scale_offsets[g]-1 (docs/ops.md)"},
+		{Name: "scale_rows", DType: "e8m0", Shape: []expr.Expr{e("K"), e(groupedMXBlocks)}, Role: Scratch, When: "scales=swizzled",
+			Doc: "the scales row-major, as scales=rowmajor's scale_t, before the swizzle"},
 		{Name: "padded_offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output,
 			Doc: "cumulative end column of each group in qt: offsets' group sizes each rounded up to a multiple of 32"},
 		{Name: "scale_offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output, When: "scales=swizzled",
@@ -69,12 +71,9 @@ var GroupedMXCast = register(&Op{
 	},
 	Kernels: []*Kernel{
 		{Name: "grouped_mx_offsets", Build: groupedMXOffsetsKernel, Grid: [3]expr.Expr{e("E"), e("1"), e("1")}},
-		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Option: "scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(" + groupedMXBlocks + ", RB)"), e("1")}},
-		// Swizzled: programs up to K rounded up to 128, whose rows past K
-		// write zero blocks' scales.
-		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Option: "scales=swizzled", Grid: [3]expr.Expr{e("cdiv(cdiv(K, 128) * 128, BLOCK_K)"), e("cdiv(" + groupedMXBlocks + ", RB)"), e("1")}},
-		{Name: "grouped_mx_scale_tail", Build: groupedMXScaleTailKernel, Option: "scales=swizzled",
-			Grid: [3]expr.Expr{e("cdiv(" + groupedMXScaleCols + ", 32 * WARPS)"), e("cdiv(cdiv(K, 128) * 128, 16)"), e("1")}},
+		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(" + groupedMXBlocks + ", RB)"), e("1")}},
+		{Name: "grouped_mx_swizzle", Build: groupedMXSwizzleKernel, Option: "scales=swizzled",
+			Grid: [3]expr.Expr{e("cdiv(" + groupedMXScaleCols + " / 4, WARPS)"), e("cdiv(K, 128)"), e("1")}},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
@@ -87,7 +86,7 @@ var GroupedMXCast = register(&Op{
 		{Cond: e("BLOCK_E >= E"), Why: "a program reads every group's padded end at once: BLOCK_E must be at least E"},
 		{Cond: e("cdiv(" + groupedMXBlocks + ", RB) <= 65535"), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
 		{Cond: e("E <= 2147483647"), Why: "grid axis 0 of the offsets kernel (groups) holds at most 2^31-1 programs"},
-		{Cond: e("cdiv(cdiv(K, 128) * 128, 16) <= 65535"), Why: "grid axis 1 of the scale tail kernel (16 rows of scale_t a program) holds at most 65535 programs: K at most 1048448"},
+		{Cond: e("cdiv(K, 128) <= 65535"), Why: "grid axis 1 of the swizzle kernel (tiles of 128 rows of scale_t) holds at most 65535 programs: K at most 8388480"},
 	},
 	Candidates: func() []Candidate {
 		var out []Candidate
@@ -140,8 +139,8 @@ var GroupedMXCast = register(&Op{
 		out := Tensors(c.SpecsOf(Output, Scratch))
 		swizzled := c.Opt("scales") == "swizzled"
 		st := out["scale_t"].Data
-		if swizzled { // row-major first, then laid out per group
-			st = make([]uint8, k*(tp/32))
+		if swizzled {
+			st = out["scale_rows"].Data
 		}
 		qt, po := out["qt"].Data, out["padded_offsets"]
 		enc := refnum.Encoder(c.Format)

@@ -244,12 +244,11 @@ func groupedMXCastKernel(b *ir.Builder, c *Call) {
 	offsets := b.Param("offsets", ir.I32)
 	po := b.Param("padded_offsets", ir.I32)
 	qt := b.Param("qt", ir.FP8(c.Format))
-	st := b.Param("scale_t", ir.E8M0)
-	swizzled := c.Opt("scales") == "swizzled"
-	var so *ir.Value
-	if swizzled {
-		so = b.Param("scale_offsets", ir.I32)
+	name := "scale_t"
+	if c.Opt("scales") == "swizzled" {
+		name = "scale_rows" // laid out per group by groupedMXSwizzleKernel
 	}
+	st := b.Param(name, ir.E8M0)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
 	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
 	tp := groupedMXTP(b, t, ne)
@@ -276,53 +275,53 @@ func groupedMXCastKernel(b *ir.Builder, c *Call) {
 		scale, recip := mxScales(b, c, xf, 0)
 		offsT := cols.Col().Mul(tp).Add(col0.Add(b.Arange(mxBlock)).Row()).Named("offs_t")
 		b.Store(b.PtrAdd(qt, offsT), xf.Mul(recip.Row()).Cast(fp8).Named("qt").Trans(), colOK.Col())
-		if !swizzled {
-			b.Store(b.PtrAdd(st, cols.Mul(blocks).Add(i)), scale.Cast(ir.E8M0), colOK)
-			return nil
-		}
-		// The block is column i - start/32 of its group's scales, which
-		// take scale_t's columns s0 … s0+width-1, the swizzled matrix's
-		// bytes row by row; rows K … K' (programs past K) are zero blocks'.
-		sc := groupedMXScaleWidth(b, t, ne)
-		s0 := groupedBound(b, so, prev, gc.Gt(0), sc).Named("scale_col0")
-		width := groupedBound(b, so, gc, nil, sc).Sub(s0).Max(1).Named("scale_cols")
-		at := func(lj *ir.Value, r *ir.Value) *ir.Value {
-			slot := mxLayouts["swizzled"].index(r, lj, width).Named("slot")
-			return slot.Div(width).Mul(sc).Add(slot.Rem(width)).Add(s0)
-		}
-		rowsOK := cols.Lt(roundUp(k, 128)).And(in).Named("scale_stored")
-		lj := i.Sub(start.Div(mxBlock)).Named("group_block")
-		b.Store(b.PtrAdd(st, at(lj, cols)), scale.Cast(ir.E8M0), rowsOK.And(lj.Lt(width)))
-		// After a group's last block, its zero columns up to a multiple of 4.
-		end := groupedBound(b, po, gc, nil, tp)
-		pad := end.Sub(start).Div(mxBlock).Add(b.Arange(4)).Named("pad_cols")
-		padOK := pad.Lt(width).And(col0.Add(mxBlock).Eq(end)).Named("pad_ok")
-		b.Store(b.PtrAdd(st, at(pad.Row(), cols.Col())), b.Full(ir.E8M0, 0, bk, 4), rowsOK.Col().And(padOK.Row()))
+		b.Store(b.PtrAdd(st, cols.Mul(blocks).Add(i)), scale.Cast(ir.E8M0), colOK)
 		return nil
 	})
 }
 
-// groupedBound is p[g] (masked: 0) clamped to [0, hi], as the offsets
-// kernel clamps what it writes, so that the index width knows it.
-func groupedBound(b *ir.Builder, p, g, mask, hi *ir.Value) *ir.Value {
-	return b.Index(b.Load(b.PtrAdd(p, g), mask, 0)).Max(0).Min(hi)
-}
-
-// groupedMXScaleTailKernel: under scales=swizzled, the columns of
-// scale_t past the last group's (scale_offsets[E-1] on) are zeros:
-// program (pj, pr) takes 32·WARPS columns and 16 rows of them.
-func groupedMXScaleTailKernel(b *ir.Builder, c *Call) {
+// groupedMXSwizzleKernel: program (pj, pr) takes 4·WARPS columns of
+// scale_t and 128 rows: a [128, 4·WARPS] tile whose element (r, j) is,
+// where column j falls in group g's, the byte of the group's swizzled
+// matrix at row r and its column j - scale_offsets[g-1] (a column's group
+// is the number of scale ends at or before it, as groupedMXCastKernel
+// finds a block's). That byte's place in the group's K'·c_g bytes, laid
+// row by row into the group's c_g columns, is where it goes: 4 columns
+// and 128 rows are one 512-byte tile of the group. Its value is
+// scale_rows' at (r, the group's first block + its column), or 0 past K
+// or the group's blocks; a column past the last group writes zeros in
+// place. Every byte of scale_t has one writer.
+func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
+	po := b.Param("padded_offsets", ir.I32)
 	so := b.Param("scale_offsets", ir.I32)
+	rows := b.Param("scale_rows", ir.E8M0)
 	st := b.Param("scale_t", ir.E8M0)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
+	blocks := groupedMXTP(b, t, ne).Div(mxBlock).Named("col_blocks")
 	sc := groupedMXScaleWidth(b, t, ne)
-	tail := groupedBound(b, so, ne.Sub(1), nil, sc).Named("tail_col0")
-	bj := 32 * c.Knob("WARPS")
-	cols := b.ProgramID(0).Mul(bj).Add(b.Arange(bj)).Named("cols")
-	rows := b.ProgramID(1).Mul(groupedMXTailRows).Add(b.Arange(groupedMXTailRows)).Named("rows")
-	mask := rows.Lt(roundUp(k, 128)).Col().And(cols.Ge(tail).And(cols.Lt(sc)).Row())
-	b.Store(b.PtrAdd(st, rows.Col().Mul(sc).Add(cols.Row())), b.Full(ir.E8M0, 0, groupedMXTailRows, bj), mask)
+	bj := 4 * c.Knob("WARPS")
+	gs := b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	ends := b.Where(gs.Lt(ne), b.Index(b.Load(b.PtrAdd(so, gs), gs.Lt(ne), 0)), sc).Named("scale_ends")
+	j := b.ProgramID(0).Mul(bj).Add(b.Arange(bj)).Named("col")
+	g := b.Where(ends.Row().Le(j.Col()), b.Int(1), b.Int(0)).Reduce(1, ir.RSum).Named("group")
+	in := g.Lt(ne).Named("in_group")
+	gc := g.Min(ne.Sub(1))
+	prev := b.Where(gc.Eq(0), b.Int(0), gc.Sub(1)) // no address before the offsets, even masked
+	// The ends as the offsets kernel clamps them (to say so to the index width).
+	bound := func(p, g, mask, hi *ir.Value) *ir.Value {
+		return b.Index(b.Load(b.PtrAdd(p, g), mask, 0)).Max(0).Min(hi)
+	}
+	first := bound(so, prev, gc.Gt(0), sc).Named("group_col0")
+	width := bound(so, gc, nil, sc).Sub(first).Max(1).Named("group_cols")
+	// The group's first block in scale_rows and its blocks (qt's padded columns / 32).
+	pstart := bound(po, prev, gc.Gt(0), blocks.Mul(mxBlock)).Div(mxBlock).Named("group_block0")
+	nb := bound(po, gc, nil, blocks.Mul(mxBlock)).Div(mxBlock).Sub(pstart).Named("group_blocks")
+	lj := j.Sub(first).Named("local_col")
+	r := b.ProgramID(1).Mul(128).Add(b.Arange(128)).Named("row")
+	slot := mxLayouts["swizzled"].index(r.Col(), lj.Row(), width.Row()).Named("slot")
+	at := b.Where(in.Row(), slot.Div(width.Row()).Mul(sc).Add(slot.Rem(width.Row())).Add(first.Row()),
+		r.Col().Mul(sc).Add(j.Row())).Named("at")
+	src := r.Col().Lt(k).And(in.And(lj.Lt(nb)).Row()).Named("src_ok")
+	v := b.Load(b.PtrAdd(rows, r.Col().Mul(blocks).Add(pstart.Add(lj).Row())), src, 0)
+	b.Store(b.PtrAdd(st, at), v, j.Lt(sc).Row())
 }
-
-// groupedMXTailRows is the rows of scale_t a tail program takes.
-const groupedMXTailRows = 16
