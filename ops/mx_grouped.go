@@ -43,7 +43,8 @@ const groupedMXScaleCols = "cdiv(" + groupedMXBlocks + " + 3 * E, 4) * 4"
 var GroupedMXCast = register(&Op{
 	Name: "grouped_mx_cast",
 	Doc: "x[T,K], offsets[E] (each group's end row, on the device) → qt[K,TP] MXFP8 with scale_t[K,TP/32] e8m0, " +
-		"blocks of 32 rows within a group (each group padded to a multiple of 32 columns), padded_offsets[E]",
+		"blocks of 32 rows within a group (each group padded to a multiple of 32 columns), padded_offsets[E]; " +
+		"scales=swizzled: each group's scales in 128x4 tiles as grouped GEMMs read them, with scale_offsets[E]",
 	Sizes: []string{"T", "K", "E"},
 	Options: append(append([]Option{}, mxOptions[:3]...), Option{Name: "scales",
 		Doc:    "rowmajor: scale_t[K, TP/32]; swizzled: each group's scales in 128x4 tiles, as the grouped GEMM reads them (torch's MXFP8 _scaled_grouped_mm, groups along K): scale_t[K rounded up to 128, SC], group g in columns scale_offsets[g-1] … scale_offsets[g]-1, padding 0",
