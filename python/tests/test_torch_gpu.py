@@ -78,6 +78,8 @@ SHAPES = {
 OPTIONS = [[], ["--in-dtype", "f32", "--fp8", "e5m2", "--pow2"]]
 EXTRA_OPTIONS = {
     "expert_colwise_cast": [["--opt", "layout=nk"]],
+    "grouped_mx_cast": [["--opt", "scales=swizzled"]],
+    "mx_cast": [["--opt", "scales=swizzled", "--opt", "dim=both"], ["--opt", "scales=gfx950", "--opt", "dim=1"]],
     "swiglu_probs": [["--fp8", "e5m2", "--pow2"], ["--opt", "quant=tensorwise"],
                      ["--opt", "quant=none", "--opt", "layout=interleaved", "--opt", "probs=false"]],
     "swiglu_probs_bwd": [["--opt", "quant=rowwise", "--fp8", "e5m2"], ["--opt", "layout=interleaved"]],
