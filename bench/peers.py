@@ -957,8 +957,9 @@ def grouped_mx_peer(job):
     """grouped_mx_cast: each group's rows of x padded with zero rows to a
     multiple of 32, the groups stacked, zero rows up to TP, and that
     cast along its rows as mx_cast's dim=1 casts x.t().contiguous();
-    under scales=swizzled each group's scales swizzled alone (torchao's
-    blocked layout for groups along K)."""
+    under scales=swizzled each group's scales swizzled alone and the
+    groups' tiles stored one after another (torchao's blocked layout for
+    groups along K)."""
     mx_blocks = mx_quantizer(job)
     t, k, e = (job["sizes"][n] for n in ("T", "K", "E"))
     tp = grouped_mx_columns(t, e)
@@ -967,18 +968,18 @@ def grouped_mx_peer(job):
     kp, sc = -(-k // 128) * 128, grouped_mx_scale_cols(t, e)
 
     def per_group_swizzle(st, ends):
-        # torchao's blocked layout of groups along K, in its loop: each
-        # group's scales swizzled alone, its bytes row by row in its columns.
+        # torchao's blocked layout of groups along K, in its reference's
+        # loop: each group's scales swizzled alone (to_blocked), the groups'
+        # tiles one after another, zeros after the last.
         parts, first, width, widths, prev = [], 0, 0, [], 0
         for end in ends:
             nb, prev = (end - prev) // MX_BLOCK, end
             if nb:
-                cp = -(-nb // 4) * 4
-                parts.append(swizzle_128x4(st[:, first:first + nb]).view(kp, cp))
-                first, width = first + nb, width + cp
+                parts.append(swizzle_128x4(st[:, first:first + nb]))
+                first, width = first + nb, width + -(-nb // 4) * 4
             widths.append(width)
-        parts.append(st.new_zeros((kp, sc - width)))
-        return torch.cat(parts, dim=1), torch.tensor(widths, dtype=torch.int32, device=st.device)
+        parts.append(st.new_zeros(((sc - width) * kp,)))
+        return torch.cat(parts).view(kp, sc), torch.tensor(widths, dtype=torch.int32, device=st.device)
 
     def per_group_swizzle_nosync(st, ends):
         # Device-only: each scale's place from its group's bounds, by index
@@ -992,10 +993,10 @@ def grouped_mx_peer(job):
         i = torch.arange(nblk, device=st.device, dtype=widths.dtype)
         g = torch.searchsorted(bends, i, right=True).clamp(max=e - 1)
         j = (i - bstarts[g])[None, :]
-        w = cp[g].clamp(min=1)[None, :]
+        w = cp[g][None, :]
         r = torch.arange(k, device=st.device, dtype=widths.dtype)[:, None]
         f = ((((r >> 7) * (w >> 2) + (j >> 2)) << 9) + ((r & 31) << 4) + (((r >> 5) & 3) << 2) + (j & 3))
-        at = (f // w) * sc + (widths[g] - cp[g])[None, :] + f % w
+        at = (widths[g] - cp[g])[None, :] * kp + f
         at = torch.where((i < bends[g])[None, :], at, kp * sc)
         out = torch.zeros(kp * sc + 1, device=st.device, dtype=torch.int32).scatter_reduce(
             0, at.flatten(), st.to(torch.int32).flatten(), "amax")
@@ -1036,9 +1037,12 @@ def grouped_mx_peer(job):
             return qt, scale, ends.to(torch.int32), widths
         return qt, st, ends.to(torch.int32)
 
-    return Peer(grouped_mx_cast, compile_it(grouped_mx_cast_nosync),
-                note="eager reads offsets on the host (offsets.tolist(), a sync per call), pads each group and stacks them",
-                compile_note="a device-only form: padded ends by cumsum, each padded row's source by searchsorted and a gather")
+    note = "eager reads offsets on the host (offsets.tolist(), a sync per call), pads each group and stacks them"
+    compile_note = "a device-only form: padded ends by cumsum, each padded row's source by searchsorted and a gather"
+    if swizzled:
+        note += "; the scales swizzled a group at a time (torchao's reference loop, not its Triton kernel)"
+        compile_note += "; the scales placed by index arithmetic and scatter_reduce"
+    return Peer(grouped_mx_cast, compile_it(grouped_mx_cast_nosync), note=note, compile_note=compile_note)
 
 
 def block_peer(job):

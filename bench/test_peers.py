@@ -821,19 +821,19 @@ def ref_mx_swizzle(scales, rows, cols):
 def ref_group_swizzle(scales, rows, cols, ends, width):
     """Row-major scales [rows, cols] laid out per group as grouped_mx_cast's
     scales=swizzled (ops/mx_grouped.go): group g's ends[g]/32 - ends[g-1]/32
-    columns as their own matrix in ref_mx_swizzle's layout, its bytes row by
-    row into the group's columns of a [rows rounded up to 128, width]
-    matrix, each group's width its blocks rounded up to 4. Returns the bytes
-    and the groups' end columns."""
-    out = [0] * (-(-rows // 128) * 128 * width)
+    columns as their own matrix in ref_mx_swizzle's layout, those bytes in
+    order from byte rows' * (the widths of the groups before it), rows' =
+    rows rounded up to 128, each group's width its blocks rounded up to 4,
+    in a buffer of rows' * width bytes. Returns the bytes and the groups'
+    end columns."""
+    rp = -(-rows // 128) * 128
+    out = [0] * (rp * width)
     first, col, widths, prev = 0, 0, [], 0
     for end in ends:
         nb, prev = end // 32 - prev // 32, end
-        cp = -(-nb // 4) * 4
         g = ref_mx_swizzle([scales[r * cols + first + c] for r in range(rows) for c in range(nb)], rows, nb)
-        for f, v in enumerate(g):
-            out[f // cp * width + col + f % cp] = v
-        first, col = first + nb, col + cp
+        out[col * rp:col * rp + len(g)] = g
+        first, col = first + nb, col + -(-nb // 4) * 4
         widths.append(col)
     return out, widths
 
@@ -1687,8 +1687,8 @@ class TestPeerMaths(unittest.TestCase):
 
     def test_grouped_mx_swizzled_layout(self):
         # Groups of 1 and 5 blocks at K = 130 (two tiles of 128 rows): each
-        # group's bytes are the swizzled matrix of its own scales, laid row by
-        # row into its 4 or 8 columns; the rest of scale_t is 0.
+        # group's bytes are the swizzled matrix of its own scales, the second
+        # group's from byte 256 * 4 on; the rest is 0.
         k, cols, ends = 130, 8, [32, 192]
         st = [(r * 7 + c * 3) % 251 + 1 for r in range(k) for c in range(cols)]
         got, widths = ref_group_swizzle(st, k, cols, ends, 16)
@@ -1696,11 +1696,10 @@ class TestPeerMaths(unittest.TestCase):
         self.assertEqual(len(got), 256 * 16)
         g0 = ref_mx_swizzle([st[r * cols] for r in range(k)], k, 1)
         g1 = ref_mx_swizzle([st[r * cols + 1 + c] for r in range(k) for c in range(5)], k, 5)
-        for i, v in enumerate(g0):
-            self.assertEqual(got[i // 4 * 16 + i % 4], v)
-        for i, v in enumerate(g1):
-            self.assertEqual(got[i // 8 * 16 + 4 + i % 8], v)
-        self.assertEqual(set(got[r * 16 + c] for r in range(256) for c in range(12, 16)), {0})
+        self.assertEqual((len(g0), len(g1)), (256 * 4, 256 * 8))
+        self.assertEqual(got[:256 * 4], g0)
+        self.assertEqual(got[256 * 4:256 * 12], g1)
+        self.assertEqual(set(got[256 * 12:]), {0})
 
     def test_mx_cast_gfx950_scales(self):
         # 96 rows: three 32-row tiles along M; 3 or 5 blocks a row, padded to 8.

@@ -27,10 +27,11 @@ import (
 // MXFP8 _scaled_grouped_mm for the weight gradient; torchao's blocked
 // layout "K groups"): group g's scales S_g[K, n_g] (n_g = its padded
 // columns / 32) padded with zero bytes to [K', c_g] (K' = K rounded up to
-// 128, c_g = n_g rounded up to 4), swizzled into 128x4 tiles as mx_cast's
-// swizzled layout, and those K'·c_g bytes written row by row into columns
-// scale_offsets[g-1] … scale_offsets[g]-1 of scale_t[K', SC]; the columns
-// past the last group are 0. SC = 4·⌈(TP/32 + 3·E)/4⌉ bounds Σ c_g.
+// 128, c_g = n_g rounded up to 4) and swizzled into 128x4 tiles as
+// mx_cast's swizzled layout; those K'·c_g bytes are stored in order from
+// byte K'·scale_offsets[g-1] of scale_t[K', SC] (flat: the groups' tiles
+// one after another), and the bytes after the last group's are 0.
+// SC = 4·⌈(TP/32 + 3·E)/4⌉ is an upper bound of Σ c_g.
 
 // groupedMXBlocks is TP / 32, qt's blocks a row: T rows and at most 31
 // padding rows a group, in whole blocks.
@@ -47,7 +48,7 @@ var GroupedMXCast = register(&Op{
 		"scales=swizzled: each group's scales in 128x4 tiles as grouped GEMMs read them, with scale_offsets[E]",
 	Sizes: []string{"T", "K", "E"},
 	Options: append(append([]Option{}, mxOptions[:3]...), Option{Name: "scales",
-		Doc:    "rowmajor: scale_t[K, TP/32]; swizzled: each group's scales in 128x4 tiles, as the grouped GEMM reads them (torch's MXFP8 _scaled_grouped_mm, groups along K): scale_t[K rounded up to 128, SC], group g in columns scale_offsets[g-1] … scale_offsets[g]-1, padding 0",
+		Doc:    "rowmajor: scale_t[K, TP/32]; swizzled: each group's scales in 128x4 tiles, as the grouped GEMM reads them (torch's MXFP8 _scaled_grouped_mm, groups along K): scale_t[K rounded up to 128, SC], group g's tiles from byte K'·scale_offsets[g-1] on, padding 0",
 		Values: []string{"rowmajor", "swizzled"}, Default: "rowmajor"}),
 	OCP:   true,
 	Peers: true,
@@ -60,7 +61,7 @@ var GroupedMXCast = register(&Op{
 		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e(groupedMXBlocks)}, Role: Output, When: "scales=rowmajor",
 			Doc: "block (j, i)'s scale: qt[j, 32i : 32i+32]"},
 		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("cdiv(K, 128) * 128"), e(groupedMXScaleCols)}, Role: Output, When: "scales=swizzled",
-			Doc: "each group's scales [K, its blocks] in 128x4 tiles, written row by row into its columns scale_offsets[g-1] … scale_offsets[g]-1 (docs/ops.md)"},
+			Doc: "each group's scales [K, its blocks] in 128x4 tiles, stored in order from byte (K rounded up to 128)·scale_offsets[g-1] (docs/ops.md)"},
 		{Name: "scale_rows", DType: "e8m0", Shape: []expr.Expr{e("K"), e(groupedMXBlocks)}, Role: Scratch, When: "scales=swizzled",
 			Doc: "the scales row-major, as scales=rowmajor's scale_t, before the swizzle"},
 		{Name: "padded_offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output,
@@ -76,6 +77,10 @@ var GroupedMXCast = register(&Op{
 		{Name: "grouped_mx_swizzle", Build: groupedMXSwizzleKernel, Option: "scales=swizzled",
 			Grid: [3]expr.Expr{e("cdiv(" + groupedMXScaleCols + " / 4, WARPS)"), e("cdiv(K, 128)"), e("1")}},
 	},
+	OptionRules: []OptionRule{
+		{When: "scales=swizzled", Constraint: schedule.Constraint{Cond: e("cdiv(K, 128) <= 65535"),
+			Why: "grid axis 1 of the swizzle kernel (tiles of 128 rows of scale_t) holds at most 65535 programs: K at most 8388480 with scales=swizzled"}},
+	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_K", Doc: "columns of x per program", Domain: schedule.Pow2("1", "2048")},
@@ -87,7 +92,6 @@ var GroupedMXCast = register(&Op{
 		{Cond: e("BLOCK_E >= E"), Why: "a program reads every group's padded end at once: BLOCK_E must be at least E"},
 		{Cond: e("cdiv(" + groupedMXBlocks + ", RB) <= 65535"), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
 		{Cond: e("E <= 2147483647"), Why: "grid axis 0 of the offsets kernel (groups) holds at most 2^31-1 programs"},
-		{Cond: e("cdiv(K, 128) <= 65535"), Why: "grid axis 1 of the swizzle kernel (tiles of 128 rows of scale_t) holds at most 65535 programs: K at most 8388480"},
 	},
 	Candidates: func() []Candidate {
 		var out []Candidate
@@ -187,16 +191,14 @@ var GroupedMXCast = register(&Op{
 		scale := func(j, p, g, col int) float32 { return float32(st.Float(j*(tp/32) + (col+p)/32)) }
 		if c.Opt("scales") == "swizzled" {
 			kp, sw := (k+127)/128*128, refScaleLayouts["swizzled"].index
-			sc := len(st.Data) / kp
 			so := out["scale_offsets"].Ints()
 			scale = func(j, p, g, _ int) float32 {
 				s0 := 0
 				if g > 0 {
 					s0 = int(so[g-1])
 				}
-				cg := int(so[g]) - s0
-				f := sw(j, p/32, cg)
-				return float32(st.Float(f/cg*sc + s0 + f%cg))
+				f := sw(j, p/32, int(so[g])-s0)
+				return float32(st.Float(s0*kp + f))
 			}
 		}
 		x := make([]float32, t*k)
@@ -218,11 +220,11 @@ var GroupedMXCast = register(&Op{
 // refGroupSwizzle lays the row-major scales s[k, cols] out per group as
 // scales=swizzled reads: group g's blocks[g] columns (after the groups
 // before it) as a [k, blocks[g]] matrix in mx_cast's swizzled layout,
-// c_g = blocks[g] rounded up to 4 columns wide, its bytes in order into
-// columns end(g-1) … end(g)-1 of dst's rows (dst has rows k rounded up to
-// 128); the ends go to offsets.
+// c_g = blocks[g] rounded up to 4 columns wide, its bytes in order from
+// byte k'·end(g-1) of dst (k' = k rounded up to 128); the ends (in
+// columns) go to offsets.
 func refGroupSwizzle(dst []uint8, offsets *Tensor, s []uint8, k, cols int, blocks []int) {
-	sc := len(dst) / ((k + 127) / 128 * 128)
+	kp := (k + 127) / 128 * 128
 	sw := refScaleLayouts["swizzled"].index
 	first, end := 0, 0 // the group's first column of s, its first of dst
 	for g, nb := range blocks {
@@ -230,7 +232,7 @@ func refGroupSwizzle(dst []uint8, offsets *Tensor, s []uint8, k, cols int, block
 		for r := range k {
 			for j := range nb {
 				f := sw(r, j, nb)
-				dst[f/cg*sc+end+f%cg] = s[r*cols+first+j]
+				dst[end*kp+f] = s[r*cols+first+j]
 			}
 		}
 		first, end = first+nb, end+cg

@@ -285,12 +285,12 @@ func groupedMXCastKernel(b *ir.Builder, c *Call) {
 // where column j falls in group g's, the byte of the group's swizzled
 // matrix at row r and its column j - scale_offsets[g-1] (a column's group
 // is the number of scale ends at or before it, as groupedMXCastKernel
-// finds a block's). That byte's place in the group's K'·c_g bytes, laid
-// row by row into the group's c_g columns, is where it goes: 4 columns
+// finds a block's). That byte goes to its place in the group's K'·c_g
+// bytes, which start at byte K'·scale_offsets[g-1] of scale_t: 4 columns
 // and 128 rows are one 512-byte tile of the group. Its value is
 // scale_rows' at (r, the group's first block + its column), or 0 past K
-// or the group's blocks; a column past the last group writes zeros in
-// place. Every byte of scale_t has one writer.
+// or the group's blocks; past the last group, element (r, j) writes a
+// zero at byte K'·j + r. Every byte of scale_t has one writer.
 func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
 	po := b.Param("padded_offsets", ir.I32)
 	so := b.Param("scale_offsets", ir.I32)
@@ -319,8 +319,8 @@ func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
 	lj := j.Sub(first).Named("local_col")
 	r := b.ProgramID(1).Mul(128).Add(b.Arange(128)).Named("row")
 	slot := mxLayouts["swizzled"].index(r.Col(), lj.Row(), width.Row()).Named("slot")
-	at := b.Where(in.Row(), slot.Div(width.Row()).Mul(sc).Add(slot.Rem(width.Row())).Add(first.Row()),
-		r.Col().Mul(sc).Add(j.Row())).Named("at")
+	kp := roundUp(k, 128).Named("padded_rows")
+	at := b.Where(in.Row(), first.Mul(kp).Row().Add(slot), j.Mul(kp).Row().Add(r.Col())).Named("at")
 	src := r.Col().Lt(k).And(in.And(lj.Lt(nb)).Row()).Named("src_ok")
 	v := b.Load(b.PtrAdd(rows, r.Col().Mul(blocks).Add(pstart.Add(lj).Row())), src, 0)
 	b.Store(b.PtrAdd(st, at), v, j.Lt(sc).Row())
