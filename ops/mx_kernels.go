@@ -215,7 +215,7 @@ func groupedMXOffsetsKernel(b *ir.Builder, c *Call) {
 	if c.Opt("scales") == "swizzled" {
 		// Each group's blocks rounded up to 4: its rows rounded up to 128.
 		upTo := b.Where(gs.Le(g).And(gs.Lt(ne)), roundUp(sizes, 4*mxBlock).Div(mxBlock), b.Int(0))
-		end := upTo.Reduce(0, ir.RSum).Min(groupedMXScaleWidth(b, t, ne)).Named("scale_end")
+		end := upTo.Reduce(0, ir.RSum).Min(groupedMXScaleWidth(groupedMXTP(b, t, ne), ne)).Named("scale_end")
 		b.Store(b.PtrAdd(b.Param("scale_offsets", ir.I32), g), end.Cast(ir.I32), nil)
 	}
 	_, _, bad := groupRowsOf(b, offsets, t, ne, g)
@@ -227,9 +227,10 @@ func groupedMXTP(b *ir.Builder, t, ne *ir.Value) *ir.Value {
 	return roundUp(t.Add(ne.Mul(mxBlock-1)), mxBlock).Named("tp")
 }
 
-// groupedMXScaleWidth is the swizzled scale_t's row length SC.
-func groupedMXScaleWidth(b *ir.Builder, t, ne *ir.Value) *ir.Value {
-	return roundUp(groupedMXTP(b, t, ne).Div(mxBlock).Add(ne.Mul(3)), 4).Named("scale_cols")
+// groupedMXScaleWidth is the swizzled scale_t's row length SC at qt's
+// row length tp.
+func groupedMXScaleWidth(tp, ne *ir.Value) *ir.Value {
+	return roundUp(tp.Div(mxBlock).Add(ne.Mul(3)), 4).Named("scale_cols")
 }
 
 // groupedMXCastKernel: program (pk, pi) takes columns pk·BLOCK_K … of x
@@ -297,8 +298,9 @@ func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
 	rows := b.Param("scale_rows", ir.E8M0)
 	st := b.Param("scale_t", ir.E8M0)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	blocks := groupedMXTP(b, t, ne).Div(mxBlock).Named("col_blocks")
-	sc := groupedMXScaleWidth(b, t, ne)
+	tp := groupedMXTP(b, t, ne)
+	blocks := tp.Div(mxBlock).Named("col_blocks")
+	sc := groupedMXScaleWidth(tp, ne)
 	bj := 4 * c.Knob("WARPS")
 	gs := b.Arange(c.Knob("BLOCK_E")).Named("groups")
 	ends := b.Where(gs.Lt(ne), b.Index(b.Load(b.PtrAdd(so, gs), gs.Lt(ne), 0)), sc).Named("scale_ends")
@@ -314,8 +316,8 @@ func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
 	first := bound(so, prev, gc.Gt(0), sc).Named("group_col0")
 	width := bound(so, gc, nil, sc).Sub(first).Max(1).Named("group_cols")
 	// The group's first block in scale_rows and its blocks (qt's padded columns / 32).
-	pstart := bound(po, prev, gc.Gt(0), blocks.Mul(mxBlock)).Div(mxBlock).Named("group_block0")
-	nb := bound(po, gc, nil, blocks.Mul(mxBlock)).Div(mxBlock).Sub(pstart).Named("group_blocks")
+	pstart := bound(po, prev, gc.Gt(0), tp).Div(mxBlock).Named("group_block0")
+	nb := bound(po, gc, nil, tp).Div(mxBlock).Sub(pstart).Named("group_blocks")
 	lj := j.Sub(first).Named("local_col")
 	r := b.ProgramID(1).Mul(128).Add(b.Arange(128)).Named("row")
 	slot := mxLayouts["swizzled"].index(r.Col(), lj.Row(), width.Row()).Named("slot")
