@@ -232,6 +232,9 @@ func init() {
 		ir.OpWhere: {expr: func(c cx) (string, int) {
 			return c.a(0, precCond+1) + " ? " + c.a(1, precCond+1) + " : " + c.a(2, precCond), precCond
 		}},
+		ir.OpFMA: {expr: func(c cx) (string, int) {
+			return call("fmaf", c.a(0, 0), c.a(1, 0), c.a(2, 0))
+		}},
 		ir.OpPtrAdd: {expr: cBinary("+", precAdd)},
 	}
 }

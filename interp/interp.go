@@ -434,6 +434,15 @@ func (b *block) elementwise(v *ir.Value) error {
 			}
 		}
 		return nil
+	case ir.OpFMA:
+		x, y, z := b.op(v.Args[0]), b.op(v.Args[1]), b.op(v.Args[2])
+		for t := range lanes {
+			for r := range regs {
+				f := ir.FMAF32(math.Float32frombits(uint32(x.at(t, r))), math.Float32frombits(uint32(y.at(t, r))), math.Float32frombits(uint32(z.at(t, r))))
+				out[t*regs+r] = uint64(math.Float32bits(f))
+			}
+		}
+		return nil
 	case ir.OpPtrAdd:
 		p, o := b.op(v.Args[0]), b.op(v.Args[1])
 		size := int64(d.Elem().Bytes())

@@ -380,6 +380,23 @@ func (b *Builder) Where(c *Value, x, y any) *Value {
 	return b.val(OpWhere, Tile(xv.Type.DType, xv.Type.Shape...), nil, c, xv, yv)
 }
 
+// FMA is x·y + z rounded once, as every target's fused multiply-add (f32;
+// plain Mul and Add round apart, and no back end contracts them).
+func (b *Builder) FMA(x, y, z any) *Value {
+	xv, yv, ok := b.values("fma", x, y)
+	if !ok {
+		return b.placeholder()
+	}
+	zv := b.operand(z, xv.Type.DType)
+	if b.err != nil {
+		return b.placeholder()
+	}
+	xv, yv = b.broadcastPair(xv, yv)
+	xv, zv = b.broadcastPair(xv, zv)
+	xv, yv = b.broadcastPair(xv, yv)
+	return b.val(OpFMA, Tile(xv.Type.DType, xv.Type.Shape...), nil, xv, yv, zv)
+}
+
 // PtrAdd advances pointer p by offs elements, broadcasting p.
 func (b *Builder) PtrAdd(p *Value, offs any) *Value {
 	o := b.operand(offs, b.idx)

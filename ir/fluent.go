@@ -14,8 +14,12 @@ func (v *Value) builder() *Builder {
 	return v.b
 }
 
-func (v *Value) Add(y any) *Value  { return v.builder().Add(v, y) }
-func (v *Value) Sub(y any) *Value  { return v.builder().Sub(v, y) }
+func (v *Value) Add(y any) *Value { return v.builder().Add(v, y) }
+func (v *Value) Sub(y any) *Value { return v.builder().Sub(v, y) }
+
+// MulAdd is v·y + z rounded once (FMA).
+func (v *Value) MulAdd(y, z any) *Value { return v.builder().FMA(v, y, z) }
+
 func (v *Value) Mul(y any) *Value  { return v.builder().Mul(v, y) }
 func (v *Value) Div(y any) *Value  { return v.builder().Div(v, y) }
 func (v *Value) Rem(y any) *Value  { return v.builder().Rem(v, y) }

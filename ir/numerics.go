@@ -87,3 +87,21 @@ func F32ToI32(f float32) int32 {
 	}
 	return int32(f)
 }
+
+// FMAF32 is a·b + c rounded once to f32 (round to nearest even), the IR's
+// fma. The product is exact in float64 and so is the error of its sum
+// with c (two-sum); folding that error into the sum's last bit (round to
+// odd) leaves float64's 29 extra bits free of a second tie, so the
+// conversion to f32 rounds as one rounding of the exact value would.
+func FMAF32(a, b, c float32) float32 {
+	p, z := float64(a)*float64(b), float64(c)
+	s := p + z
+	if math.IsInf(s, 0) || s != s {
+		return float32(s)
+	}
+	t := s - p
+	if err := (p - (s - t)) + (z - t); err != 0 && math.Float64bits(s)&1 == 0 {
+		s = math.Nextafter(s, math.Copysign(math.Inf(1), err))
+	}
+	return float32(s)
+}

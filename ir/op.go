@@ -93,6 +93,8 @@ const (
 	OpBitcast
 	// v = where c x y
 	OpWhere
+	// v = fma x y z: x·y + z rounded once (f32), as every target's fused multiply-add.
+	OpFMA
 	// v = ptr_add p offs: p advanced by offs elements.
 	OpPtrAdd
 	// v = assume [div=d contig=c] x: x, asserted to be a multiple of d in runs of c consecutive elements.
@@ -324,6 +326,7 @@ func opTable() [numOps]opInfo {
 		OpCast:      unary("cast", checkCast),
 		OpBitcast:   unary("bitcast", checkBitcast),
 		OpWhere:     {name: "where", roles: []Role{RoleCond, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkWhere},
+		OpFMA:       {name: "fma", roles: []Role{RoleX, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkFMA},
 		OpPtrAdd:    {name: "ptr_add", roles: []Role{RolePtr, RoleX}, phase: all, result: true, elem: true, check: checkPtrAdd},
 		OpAssume:    {name: "assume", roles: rX, phase: all, result: true, elem: true, attr: tAssume, check: checkAssume},
 		OpLoad:      {name: "load", roles: rLoad, phase: all, result: true, elem: true, attr: tMem, effect: ReadsMem, check: checkLoad},

@@ -403,6 +403,13 @@ func checkWhere(_ *checker, v *Value) error {
 	return nil
 }
 
+func checkFMA(_ *checker, v *Value) error {
+	if arg(v, 0) != F32 || arg(v, 1) != F32 || arg(v, 2) != F32 || v.Type.DType != F32 {
+		return fmt.Errorf("fma(%v, %v, %v): want three f32 operands", arg(v, 0), arg(v, 1), arg(v, 2))
+	}
+	return nil
+}
+
 func checkPtrAdd(_ *checker, v *Value) error {
 	if arg(v, 0).K != KPtr || !arg(v, 1).IsInt() || v.Type.DType != arg(v, 0) {
 		return fmt.Errorf("ptr_add(%v, %v): want a pointer and integer offsets", arg(v, 0), arg(v, 1))

@@ -12,6 +12,7 @@ package refnum
 import (
 	"encoding/binary"
 	"math"
+	"math/big"
 	"sort"
 	"sync"
 
@@ -221,3 +222,44 @@ func BF16(x float32) uint16 {
 
 // BF16ToF32 is a bfloat16's value.
 func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// FMA is a·b + c rounded once to f32 (nearest even). math.FMA rounds the
+// exact value once to float64; converting that to f32 rounds a second
+// time, which differs from one rounding only where the float64 lands on a
+// midpoint of two f32 neighbours that the exact value was not on: there
+// the exact value's side of the midpoint, taken with big.Float, decides.
+func FMA(a, b, c float32) float32 {
+	r := math.FMA(float64(a), float64(b), float64(c))
+	f := float32(r)
+	if math.IsInf(r, 0) || math.IsNaN(r) || float64(f) == r {
+		return f
+	}
+	lo, hi := f, f
+	if float64(f) < r {
+		hi = math.Nextafter32(f, float32(math.Inf(1)))
+	} else {
+		lo = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	mid := (wide(lo) + wide(hi)) / 2 // exact: 25 significant bits
+	if r != mid {
+		return f
+	}
+	exact := new(big.Float).SetPrec(0).SetFloat64(float64(a))
+	exact.SetPrec(2000).Mul(exact, big.NewFloat(float64(b))).Add(exact, big.NewFloat(float64(c)))
+	switch exact.Cmp(big.NewFloat(mid)) {
+	case 1:
+		return hi
+	case -1:
+		return lo
+	}
+	return f // the exact value is the midpoint: the tie went to even once
+}
+
+// wide is x in float64, with f32's overflow as 2^128 (the neighbour past
+// the largest finite f32 that a tie rounds to).
+func wide(x float32) float64 {
+	if math.IsInf(float64(x), 0) {
+		return math.Copysign(math.Ldexp(1, 128), float64(x))
+	}
+	return float64(x)
+}

@@ -2,6 +2,7 @@ package refnum
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -94,5 +95,65 @@ func TestBF16(t *testing.T) {
 	}
 	for range 1 << 20 {
 		check(r.Uint32())
+	}
+}
+
+// fmaExact is a·b + c rounded once to f32 by big.Float: exact product and
+// sum, then Float32's nearest-even rounding (subnormals included).
+func fmaExact(a, b, c float32) float32 {
+	if w := float64(a)*float64(b) + float64(c); math.IsNaN(w) || math.IsInf(w, 0) {
+		return float32(w) // Inf and NaN operands: float64's result, exact there
+	}
+	x := new(big.Float).SetPrec(2000).SetFloat64(float64(a))
+	x.Mul(x, new(big.Float).SetFloat64(float64(b))).Add(x, new(big.Float).SetFloat64(float64(c)))
+	f, _ := x.Float32()
+	if x.Sign() == 0 { // an exact zero: IEEE's signed-zero rule, float64's too
+		return float32(float64(a)*float64(b) + float64(c))
+	}
+	return f
+}
+
+// TestFMA holds refnum.FMA and the IR's ir.FMAF32 to one rounding of the
+// exact value: random operands, sums that land a hair off a midpoint of
+// two f32 neighbours (where rounding twice goes wrong), cancellation to
+// subnormals and zeros, overflow, infinities and NaN.
+func TestFMA(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	negZ, minSub := float32(math.Copysign(0, -1)), math.Float32frombits(1)
+	r := rand.New(rand.NewPCG(7, 11))
+	type fmaCase struct{ a, b, c float32 }
+	var cases []fmaCase
+	bits := func() float32 { return math.Float32frombits(r.Uint32()) }
+	for range 20000 {
+		cases = append(cases, fmaCase{bits(), bits(), bits()})
+		x := float32(r.NormFloat64())
+		cases = append(cases, fmaCase{x, float32(r.NormFloat64()), float32(r.NormFloat64())})
+		// c plus a hair under half its ulp: a·b = half·(1 + 2^−23)·(1 − 2^−23)
+		// = half·(1 − 2^−46), which float64 rounds onto the midpoint.
+		c := float32(1+r.Float64()) * float32(math.Ldexp(1, r.IntN(60)-30))
+		half := (math.Nextafter32(c, inf) - c) / 2
+		a := half * (1 + float32(math.Ldexp(1, -23)))
+		b := 1 - float32(math.Ldexp(1, -23))
+		cases = append(cases, fmaCase{a, b, c}, fmaCase{-a, b, -c}, fmaCase{a, -b, c})
+		// a·b − c cancelling into the subnormals.
+		s := float32(r.Float64()) * float32(math.Ldexp(1, -70))
+		cases = append(cases, fmaCase{s, math.Nextafter32(s, inf), -s * s})
+	}
+	mx := float32(math.MaxFloat32)
+	cases = append(cases,
+		fmaCase{1, float32(math.Ldexp(1, -24)), 1 + float32(math.Ldexp(1, -23))},
+		fmaCase{float32(math.Ldexp(1, -24)) * (1 + float32(math.Ldexp(1, -23))), 1 - float32(math.Ldexp(1, -24)), 1 + float32(math.Ldexp(1, -23))},
+		fmaCase{mx, 1 + float32(math.Ldexp(1, -23)), 0}, fmaCase{mx, 1, mx}, fmaCase{mx, -1, mx},
+		fmaCase{inf, 0, 1}, fmaCase{inf, 1, -inf}, fmaCase{nan, 1, 1}, fmaCase{1, 1, nan},
+		fmaCase{negZ, 1, negZ}, fmaCase{negZ, 1, 0}, fmaCase{1, -1, 1}, fmaCase{minSub, 0.5, 0}, fmaCase{minSub, 1.5, negZ},
+	)
+	for _, tc := range cases {
+		want := fmaExact(tc.a, tc.b, tc.c)
+		for name, f := range map[string]func(a, b, c float32) float32{"refnum.FMA": FMA, "ir.FMAF32": ir.FMAF32} {
+			got := f(tc.a, tc.b, tc.c)
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("%s(%g, %g, %g) = %g (%#x); want %g (%#x)", name, tc.a, tc.b, tc.c, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+		}
 	}
 }

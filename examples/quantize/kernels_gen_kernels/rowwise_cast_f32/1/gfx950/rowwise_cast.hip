@@ -35,6 +35,7 @@ FP8G_HIP int abs(int a) { return a < 0 ? -a : a; }
 FP8G_HIP long long abs(long long a) { return a < 0 ? -a : a; }
 FP8G_HIP float rintf(float x) { return __builtin_rintf(x); }
 FP8G_HIP float sqrtf(float x) { return __builtin_sqrtf(x); }
+FP8G_HIP float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 FP8G_HIP int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 FP8G_HIP void __syncthreads() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
