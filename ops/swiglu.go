@@ -25,19 +25,23 @@ import (
 // quantize x (rowwise: a scale per row; tensorwise: one for the tensor).
 // The backward, from dy[R, F] (bf16):
 //
-//	sig   = (g ≥ 0 ? 1 : e) / (1 + e)      1 − sig as (g ≥ 0 ? e : 1) / (1 + e)
-//	ds    = sig · (1 + gc · (1 − sig))      gc: g clamped to [−104, 104]
+//	inv   = 1 / (1 + e)
+//	sig   = g ≥ 0 ? inv : e · inv          1 − sig as g ≥ 0 ? e · inv : inv
+//	ds    = sig · fma(gc, 1 − sig, 1)       gc: g clamped to [−104, 104]
 //	a     = dy · silu
 //	d_up  = a · p,   d_gate = ((dy · u) · ds) · p
 //	d_probs[r] = Σ_f a · u                  (f32, the schedule's order)
 //
-// exp(−a), a in [0, 104], is the target-independent form: k = rne(a·log2 e)
-// (by adding and subtracting 1.5·2^23), r = (k·ln2_hi − a) + k·ln2_lo
-// (ln2_hi with 15 significant bits, so that k·ln2_hi is exact), e^r by its
-// Taylor polynomial of degree 7 (Horner), then times 2^−⌊k/2⌋ and 2^−⌈k/2⌉
-// (two normal powers of two, so that a result below 2^−126 is rounded
-// once). Against float64, exp(−a) is within 1.2 f32 ulps and silu within
-// 3.3 for every g whose silu is a normal f32 (g ≥ −87), below that within
+// exp(−a), a in [0, 104], is the target-independent form, in fused
+// multiply-adds (each rounded once, on every target): t = a·log2 e +
+// 1.5·2^23, so that k = rne(a·log2 e) is t's low mantissa bits (an
+// integer subtraction) and t − 1.5·2^23 is k exactly (as f32); r = k·ln2_lo + (k·ln2_hi − a) (ln2_hi with 15
+// significant bits, so that k·ln2_hi is exact); e^r by its Taylor
+// polynomial of degree 7 (Horner); then times 2^−⌊k/2⌋ and 2^−⌈k/2⌉ (two
+// normal powers of two, so that a result below 2^−126 is rounded once).
+// silu' takes sig and 1 − sig from one reciprocal, 1/(1 + e), times e or
+// not. Against float64, exp(−a) is within 1 f32 ulp and silu within 3
+// for every g whose silu is a normal f32 (g ≥ −87), below that within
 // 2^−140 absolute, and ds within 2^−22 absolute (swiglu_test.go measures
 // them at every bf16 gate). So silu(+Inf) = +Inf,
 // silu(−Inf) = −0 (the limit: −Inf·0 would give NaN), ds(±Inf) = 1 and −0,
@@ -62,16 +66,16 @@ var (
 )
 
 // refExpNeg is exp(−a) for a ≥ 0 (or NaN), as the doc above says, in plain
-// Go float32 (each product converted: no fused multiply-add).
+// Go float32 with each fused multiply-add rounded once (refnum.FMA).
 func refExpNeg(a float32) float32 {
 	if !(a < siluClamp) { // NaN too: minNum(NaN, 104) is 104
 		a = siluClamp
 	}
-	kf := float32(float32(a*expLog2E)+expRound) - expRound
-	r := float32(float32(kf*expLn2Hi)-a) + float32(kf*expLn2Lo)
+	kf := refnum.FMA(a, expLog2E, expRound) - expRound
+	r := refnum.FMA(kf, expLn2Lo, refnum.FMA(kf, expLn2Hi, -a))
 	p := expTaylor[0]
 	for _, c := range expTaylor[1:] {
-		p = float32(p*r) + c
+		p = refnum.FMA(p, r, c)
 	}
 	k := int32(kf)
 	lo, hi := k>>1, k-k>>1
@@ -94,10 +98,10 @@ func refSilu(g float32) (silu, e float32) {
 
 // refDSilu is silu's derivative at g, from e = refSilu's.
 func refDSilu(g, e float32) float32 {
-	den := 1 + e
-	sig, rest := e/den, 1/den
+	inv := 1 / (1 + e)
+	sig, rest := e*inv, inv
 	if g >= 0 {
-		sig, rest = 1/den, e/den
+		sig, rest = inv, e*inv
 	}
 	gc := g
 	if g > siluClamp {
@@ -105,7 +109,7 @@ func refDSilu(g, e float32) float32 {
 	} else if g < -siluClamp {
 		gc = -siluClamp
 	}
-	return sig * (1 + float32(gc*rest))
+	return sig * refnum.FMA(gc, rest, 1)
 }
 
 var swigluOptions = []Option{

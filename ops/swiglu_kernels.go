@@ -1,19 +1,24 @@
 package ops
 
-import "github.com/fp8gen/fp8gen/ir"
+import (
+	"math"
+
+	"github.com/fp8gen/fp8gen/ir"
+)
 
 // The SwiGLU kernels, in the DSL (swiglu.go states their numerics).
 
 // expNegAbs is exp(−min(|g|, 104)), the target-independent form.
 func expNegAbs(b *ir.Builder, g *ir.Value) *ir.Value {
 	a := g.Abs().Min(siluClamp).Named("a")
-	kf := a.Mul(expLog2E).Add(expRound).Sub(expRound).Named("kf") // rne(a·log2 e)
-	r := kf.Mul(expLn2Hi).Sub(a).Add(kf.Mul(expLn2Lo)).Named("r")
+	t := a.MulAdd(expLog2E, expRound).Named("t") // 1.5·2^23 + rne(a·log2 e)
+	k := t.Bitcast(ir.I32).Sub(int64(math.Float32bits(expRound))).Named("k")
+	kf := t.Sub(expRound).Named("kf")
+	r := kf.MulAdd(expLn2Lo, kf.MulAdd(expLn2Hi, a.Neg())).Named("r")
 	p := b.Splat(b.F32(float64(expTaylor[0])), r.Type.Shape...)
 	for _, c := range expTaylor[1:] {
-		p = p.Mul(r).Add(c)
+		p = p.MulAdd(r, c)
 	}
-	k := kf.Cast(ir.I32).Named("k")
 	lo := k.Shr(1)
 	pow2 := func(n *ir.Value) *ir.Value { return b.Sub(127, n).Shl(23).Bitcast(ir.F32) } // 2^−n
 	return p.Named("p").Mul(pow2(lo)).Mul(pow2(k.Sub(lo))).Named("e")
@@ -228,14 +233,16 @@ func swigluAmaxKernel(b *ir.Builder, c *Call) {
 	b.AtomicMax(amaxp, acc.Reduce(0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
 }
 
-// dsiluOf is silu's derivative at g from its e: sig · (1 + gc · (1 − sig)).
+// dsiluOf is silu's derivative at g from its e: sig · (1 + gc · (1 − sig)),
+// sig and 1 − sig from one reciprocal of 1 + e.
 func dsiluOf(b *ir.Builder, g, e *ir.Value) *ir.Value {
-	den := e.Add(1).Named("den")
+	inv := b.Div(1, e.Add(1)).Named("inv")
 	pos := g.Ge(0)
-	sig := b.Where(pos, 1, e).Div(den).Named("sig")
-	rest := b.Where(pos, e, 1).Div(den).Named("sig_c") // 1 − sig without the cancellation
+	ei := e.Mul(inv)
+	sig := b.Where(pos, inv, ei).Named("sig")
+	rest := b.Where(pos, ei, inv).Named("sig_c") // 1 − sig without the cancellation
 	gc := b.Where(g.Gt(siluClamp), siluClamp, b.Where(g.Lt(-siluClamp), -siluClamp, g))
-	return sig.Mul(gc.Mul(rest).Add(1)).Named("ds")
+	return sig.Mul(gc.MulAdd(rest, 1)).Named("ds")
 }
 
 // swigluBwdKernel writes dh (bf16, or rowwise fp8 over the row's 2F
