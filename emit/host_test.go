@@ -126,6 +126,9 @@ func elemCases() []elemCase {
 	cs = append(cs,
 		elemCase{"abs_neg", ir.F32, ir.F32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Sub(b.Abs(x), b.Neg(y)) }},
 		elemCase{"sub_div", ir.F32, ir.F32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Div(x, b.Sub(y, b.Mul(x, 0.5))) }},
+		elemCase{"fma", ir.F32, ir.F32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.FMA(x, y, b.Mul(y, -0.75)) }},
+		// x·y's rounding error, exactly: wrong unless x·y + z is rounded once.
+		elemCase{"fma_err", ir.F32, ir.F32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.FMA(x, y, b.Neg(b.Mul(x, y))) }},
 		elemCase{"to_i32", ir.F32, ir.I32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Cast(x, ir.I32) }},
 		elemCase{"i32_to_f32", ir.I32, ir.F32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Mul(b.Cast(x, ir.F32), b.Cast(y, ir.F32)) }},
 		elemCase{"i64_to_i32", ir.I64, ir.I32, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Cast(b.Add(x, y), ir.I32) }},

@@ -5,6 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fp8gen/fp8gen/internal/captest"
+	"github.com/fp8gen/fp8gen/interp"
+	"github.com/fp8gen/fp8gen/ir"
+	"github.com/fp8gen/fp8gen/lower"
 	"github.com/fp8gen/fp8gen/target"
 )
 
@@ -55,6 +59,52 @@ func TestSiluAccuracy(t *testing.T) {
 	if worstExp > 1 || worstSilu > 3 || worstTiny > math.Ldexp(1, -140) || worstD > math.Ldexp(1, -22) {
 		t.Errorf("past the stated accuracy: exp %.3g ulps (1), silu %.3g ulps (3), silu below −87 %.3g (2^−140), silu' %.3g (2^−22)",
 			worstExp, worstSilu, worstTiny, worstD)
+	}
+}
+
+// The kernels' silu, exp and silu' in f32, bit for bit against the
+// reference's, at every bf16 gate and at random f32 ones: the ops' outputs
+// are bf16 or fp8, whose rounding hides most f32 differences.
+func TestSiluBits(t *testing.T) {
+	const n = 1 << 17
+	tg, _ := target.Lookup("sm_90")
+	b := ir.NewBuilder("silu_bits", tg)
+	x, ps, pe, pd := b.Param("g", ir.F32), b.Param("silu", ir.F32), b.Param("e", ir.F32), b.Param("ds", ir.F32)
+	offs := b.Add(b.Mul(b.ProgramID(0), 1024), b.Arange(1024))
+	g := b.Load(b.PtrAdd(x, offs), nil, nil)
+	s, e := siluOf(b, g)
+	b.Store(b.PtrAdd(ps, offs), s, nil)
+	b.Store(b.PtrAdd(pe, offs), e, nil)
+	b.Store(b.PtrAdd(pd, offs), dsiluOf(b, g, e), nil)
+	f, err := b.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lower.Run(f, &lower.Config{Warps: 4}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	gs := make([]float32, n)
+	for i := range gs {
+		if i < 1<<16 {
+			gs[i] = math.Float32frombits(uint32(i) << 16)
+		} else {
+			gs[i] = float32(r.NormFloat64() * 30)
+		}
+	}
+	outs := [3][]byte{make([]byte, 4*n), make([]byte, 4*n), make([]byte, 4*n)}
+	if err := interp.Launch(f, [3]int{n / 1024, 1, 1}, []any{captest.F32s(gs), outs[0], outs[1], outs[2]}); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gs {
+		ws, we := refSilu(g)
+		for k, want := range []float32{ws, we, refDSilu(g, we)} {
+			got := captest.GetF32(outs[k], i)
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("g = %v (%#x): kernel's %s %v (%#x), reference's %v (%#x)", g, math.Float32bits(g),
+					[...]string{"silu", "e", "silu'"}[k], got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+		}
 	}
 }
 

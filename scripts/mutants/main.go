@@ -105,6 +105,22 @@ var mutants = []mutant{
 	// The SwiGLU kernels, held bit for bit (d_probs within its allowance).
 	{
 		file:   "ops/swiglu_kernels.go",
+		old:    "p = p.MulAdd(r, c)",
+		new:    "p = p.Mul(r).Add(c)",
+		pkgs:   []string{"./ops"},
+		tests:  "TestSiluBits",
+		reason: "exp's Horner steps rounded twice (the reference fuses them)",
+	},
+	{
+		file:   "ir/numerics.go",
+		old:    "err != 0 && math.Float64bits(s)&1 == 0",
+		new:    "false && err != 0",
+		pkgs:   []string{"./internal/refnum"},
+		tests:  "TestFMA",
+		reason: "the IR's fma rounded twice, through float64",
+	},
+	{
+		file:   "ops/swiglu_kernels.go",
 		old:    "neg := b.Where(g.Lt(-siluClamp), -siluClamp, g).Mul(e)",
 		new:    "neg := g.Mul(e)",
 		pkgs:   []string{"./ops"},
