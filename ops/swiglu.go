@@ -35,10 +35,11 @@ import (
 // exp(−a), a in [0, 104], is the target-independent form, in fused
 // multiply-adds (each rounded once, on every target): t = a·log2 e +
 // 1.5·2^23, so that k = rne(a·log2 e) is t's low mantissa bits (an
-// integer subtraction) and t − 1.5·2^23 is k exactly (as f32); r = k·ln2_lo + (k·ln2_hi − a) (ln2_hi with 15
-// significant bits, so that k·ln2_hi is exact); e^r by its Taylor
-// polynomial of degree 7 (Horner); then times 2^−⌊k/2⌋ and 2^−⌈k/2⌉ (two
-// normal powers of two, so that a result below 2^−126 is rounded once).
+// integer subtraction) and t − 1.5·2^23 is k exactly (as f32); x =
+// (a − k·ln2_hi) − k·ln2_lo (ln2_hi with 15 significant bits, so that
+// k·ln2_hi is exact); e^−x by its Taylor polynomial of degree 7 (Horner);
+// then times 2^−⌊k/2⌋ and 2^−⌈k/2⌉ (two normal powers of two, so that a
+// result below 2^−126 is rounded once).
 // silu' takes sig and 1 − sig from one reciprocal, 1/(1 + e), times e or
 // not. Against float64, exp(−a) is within 1 f32 ulp and silu within 3
 // for every g whose silu is a normal f32 (g ≥ −87), below that within
@@ -61,8 +62,9 @@ var (
 	expRound = float32(1.5 * (1 << 23))
 	expLn2Hi = float32(0.693145751953125) // 0x3f317200
 	expLn2Lo = float32(math.Ln2 - 0.693145751953125)
-	// expTaylor are 1/7!, 1/6!, …, 1/1!, 1/0!: Horner's order.
-	expTaylor = []float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1}
+	// expTaylor are e^−x's Taylor coefficients −1/7!, 1/6!, …, −1/1!, 1/0!:
+	// Horner's order.
+	expTaylor = []float32{-1.0 / 5040, 1.0 / 720, -1.0 / 120, 1.0 / 24, -1.0 / 6, 0.5, -1, 1}
 )
 
 // refExpNeg is exp(−a) for a ≥ 0 (or NaN), as the doc above says, in plain
@@ -72,10 +74,10 @@ func refExpNeg(a float32) float32 {
 		a = siluClamp
 	}
 	kf := refnum.FMA(a, expLog2E, expRound) - expRound
-	r := refnum.FMA(kf, expLn2Lo, refnum.FMA(kf, expLn2Hi, -a))
+	x := refnum.FMA(kf, -expLn2Lo, refnum.FMA(kf, -expLn2Hi, a))
 	p := expTaylor[0]
 	for _, c := range expTaylor[1:] {
-		p = refnum.FMA(p, r, c)
+		p = refnum.FMA(p, x, c)
 	}
 	k := int32(kf)
 	lo, hi := k>>1, k-k>>1

@@ -14,10 +14,10 @@ func expNegAbs(b *ir.Builder, g *ir.Value) *ir.Value {
 	t := a.MulAdd(expLog2E, expRound).Named("t") // 1.5·2^23 + rne(a·log2 e)
 	k := t.Bitcast(ir.I32).Sub(int64(math.Float32bits(expRound))).Named("k")
 	kf := t.Sub(expRound).Named("kf")
-	r := kf.MulAdd(expLn2Lo, kf.MulAdd(expLn2Hi, a.Neg())).Named("r")
-	p := b.Splat(b.F32(float64(expTaylor[0])), r.Type.Shape...)
+	x := kf.MulAdd(-expLn2Lo, kf.MulAdd(-expLn2Hi, a)).Named("x") // a − k·ln 2
+	p := b.Splat(b.F32(float64(expTaylor[0])), x.Type.Shape...)
 	for _, c := range expTaylor[1:] {
-		p = p.MulAdd(r, c)
+		p = p.MulAdd(x, c)
 	}
 	lo := k.Shr(1)
 	pow2 := func(n *ir.Value) *ir.Value { return b.Sub(127, n).Shl(23).Bitcast(ir.F32) } // 2^−n
