@@ -31,6 +31,22 @@ func siluOf(b *ir.Builder, g *ir.Value) (silu, e *ir.Value) {
 	return b.Where(g.Ge(0), g, neg).Div(e.Add(1)).Named("silu"), e
 }
 
+// siluGrad is the backward's silu and silu' at g, both from one
+// reciprocal of 1 + e: sig and 1 − sig are it or it times e, silu is
+// g (clamped below at −104) times sig, and silu' is
+// sig · (1 + gc · (1 − sig)).
+func siluGrad(b *ir.Builder, g *ir.Value) (silu, ds *ir.Value) {
+	e := expNegAbs(b, g)
+	inv := b.Div(1, e.Add(1)).Named("inv")
+	pos := g.Ge(0)
+	ei := e.Mul(inv)
+	sig := b.Where(pos, inv, ei).Named("sig")
+	rest := b.Where(pos, ei, inv).Named("sig_c") // 1 − sig without the cancellation
+	gn := b.Where(g.Lt(-siluClamp), -siluClamp, g)
+	gc := b.Where(g.Gt(siluClamp), siluClamp, gn)
+	return gn.Mul(sig).Named("silu"), sig.Mul(gc.MulAdd(rest, 1)).Named("ds")
+}
+
 // swigluRows is a block of ROWS rows from r0: which exist, and each tile's
 // gate and up offsets into h and its offsets into y (and its mask). With
 // ahead the rows are clamped into [0, R) for the addresses: a block loaded
@@ -233,18 +249,6 @@ func swigluAmaxKernel(b *ir.Builder, c *Call) {
 	b.AtomicMax(amaxp, acc.Reduce(0, ir.RMax).Named("amax"), nil, ir.Relaxed, ir.ScopeAgent)
 }
 
-// dsiluOf is silu's derivative at g from its e: sig · (1 + gc · (1 − sig)),
-// sig and 1 − sig from one reciprocal of 1 + e.
-func dsiluOf(b *ir.Builder, g, e *ir.Value) *ir.Value {
-	inv := b.Div(1, e.Add(1)).Named("inv")
-	pos := g.Ge(0)
-	ei := e.Mul(inv)
-	sig := b.Where(pos, inv, ei).Named("sig")
-	rest := b.Where(pos, ei, inv).Named("sig_c") // 1 − sig without the cancellation
-	gc := b.Where(g.Gt(siluClamp), siluClamp, b.Where(g.Lt(-siluClamp), -siluClamp, g))
-	return sig.Mul(gc.MulAdd(rest, 1)).Named("ds")
-}
-
 // swigluBwdKernel writes dh (bf16, or rowwise fp8 over the row's 2F
 // gradients) and, with probs, d_probs: the row's Σ a·u, each tile's sum
 // in the tile's tree order, the tiles' sums left to right.
@@ -274,9 +278,9 @@ func swigluBwdKernel(b *ir.Builder, c *Call) {
 			g := halves[i].Cast(ir.F32).Named("g")
 			u := halves[n+i].Cast(ir.F32).Named("u")
 			dy := halves[2*n+i].Cast(ir.F32).Named("dyf")
-			s, e := siluOf(b, g)
+			s, ds := siluGrad(b, g)
 			a := dy.Mul(s).Named("a")
-			dg, du := dy.Mul(u).Mul(dsiluOf(b, g, e)), a
+			dg, du := dy.Mul(u).Mul(ds), a
 			if p != nil {
 				dg, du = dg.Mul(p), a.Mul(p)
 				sum := a.Mul(u).Reduce(1, ir.RSum)

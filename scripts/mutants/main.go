@@ -105,8 +105,8 @@ var mutants = []mutant{
 	// The SwiGLU kernels, held bit for bit (d_probs within its allowance).
 	{
 		file:   "ops/swiglu_kernels.go",
-		old:    "p = p.MulAdd(r, c)",
-		new:    "p = p.Mul(r).Add(c)",
+		old:    "p = p.MulAdd(x, c)",
+		new:    "p = p.Mul(x).Add(c)",
 		pkgs:   []string{"./ops"},
 		tests:  "TestSiluBits",
 		reason: "exp's Horner steps rounded twice (the reference fuses them)",
