@@ -42,9 +42,9 @@ import (
 // then times 2^−⌊k/2⌋ and 2^−⌈k/2⌉ (two normal powers of two, so that a
 // result below 2^−126 is rounded once).
 // Against float64, exp(−a) is within 1 f32 ulp and silu within 3 (the
-// backward's within 3.5) for every g whose silu is a normal f32 (g ≥ −87), below that within
-// 2^−140 absolute, and ds within 2^−22 absolute (swiglu_test.go measures
-// them at every bf16 gate). So silu(+Inf) = +Inf,
+// backward's within 3.5) for every g whose silu is a normal f32 (g ≥ −87),
+// below that within 2^−140 absolute, and ds within 2^−22 absolute
+// (swiglu_test.go measures them at every bf16 gate). So silu(+Inf) = +Inf,
 // silu(−Inf) = −0 (the limit: −Inf·0 would give NaN), ds(±Inf) = 1 and −0,
 // and a NaN in g, u, p or dy gives NaN in every value it enters (its sign
 // and payload the hardware's: bf16 outputs are held to NaN, not to NaN

@@ -24,9 +24,10 @@ func ulpsOff(got float32, want float64) float64 {
 
 // The activation's stated accuracy against float64: exp(−a) within 1
 // ulp, silu within 3 (the backward's, a product, 3.5) where silu is a
-// normal f32 (g ≥ −87) and within 2^−140 below, silu' within 2^−22 absolute (it crosses zero near
-// g = −1.28, where a relative bound means nothing) — at every bf16 gate
-// (h is bf16) and at a million random f32 ones.
+// normal f32 (g ≥ −87) and within 2^−140 below, silu' within 2^−22
+// absolute (it crosses zero near g = −1.28, where a relative bound means
+// nothing) — at every bf16 gate (h is bf16) and at a million random f32
+// ones.
 func TestSiluAccuracy(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var gates []float32
