@@ -300,7 +300,8 @@ OPS = {
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
-    "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise")}, True),
+    "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise"),
+                                            "dy": ("bf16", "rowwise", "tensorwise")}, True),
 }
 LEGACY_OPS = ("rowwise_cast", "tensorwise_cast", "colwise_cast")
 DENSE_CASTS = LEGACY_OPS + ("tensorwise_cast_transpose", "rowcol_cast", "mx_cast", "block_cast")  # x[M,K] in
@@ -493,8 +494,11 @@ def input_specs(job):
         specs = [("h", (s["R"], 2 * s["F"]), "bfloat16")]
         if o["probs"] == "true":
             specs += [("probs", (s["R"],), "float32")]
-        if op == "swiglu_probs_bwd":
+        if op == "swiglu_probs_bwd" and o["dy"] == "bf16":
             specs += [("dy", (s["R"], s["F"]), "bfloat16")]
+        elif op == "swiglu_probs_bwd":
+            inv = (s["R"],) if o["dy"] == "rowwise" else (1,)
+            specs += [("dy", (s["R"], s["F"]), "float8_" + job["fp8"]), ("dy_inv_scale", inv, "float32")]
         return specs
     tok = token_dims(job)
     d, hq, hkv = s["D"], s["HQ"], s["HKV"]
@@ -588,7 +592,7 @@ def forward_job(job):
     swiglu_probs_bwd) is: fp8gen's forward takes the options it shares with
     the backward (swiglu's quant too: rowwise FP8 y before rowwise FP8 dh)."""
     if job["op"] == "swiglu_probs_bwd":
-        return {**job, "op": "swiglu_probs"}
+        return {**job, "op": "swiglu_probs", "options": {k: v for k, v in job["options"].items() if k != "dy"}}
     o = {k: v for k, v in job["options"].items() if k != "dx"}
     return {**job, "op": "qk_norm_rope", "options": {**o, "round_norm": "false"}}
 
@@ -1235,7 +1239,11 @@ def swiglu_train_step(job, compiled=None):
     fwd = compiled(act) if compiled else act
 
     def swiglu_probs_bwd(h, *rest):
-        probs, dy = rest[:-1], rest[-1]
+        if o["dy"] == "bf16":
+            probs, dy = rest[:-1], rest[-1]
+        else:  # FP8 dy, dequantized to the bf16 gradient of y
+            probs, (dq, inv) = rest[:-2], rest[-2:]
+            dy = (dq.float() * (inv[:, None] if o["dy"] == "rowwise" else inv)).to(torch.bfloat16)
         with torch.enable_grad():
             hh = h.detach().requires_grad_()
             pp = tuple(p.detach().requires_grad_() for p in probs)
@@ -1307,6 +1315,10 @@ def make_inputs(job, dev):
             t = torch.pow(10000.0, -2.0 * k / d).to(dt)
         elif name == "probs":
             t = torch.rand(shape, device=dev, generator=gen, dtype=torch.float32).to(dt)
+        elif name == "dy" and dtype.startswith("float8"):
+            t = randn(shape).mul(64).clamp(-240, 240).to(dt)
+        elif name == "dy_inv_scale":
+            t = (1 + torch.rand(shape, device=dev, generator=gen, dtype=torch.float32)) / 1024
         elif name in ("cos", "sin"):
             d = s["D"]
             i = torch.tensor(rope_pair_index(d, o["rope"]), dtype=torch.float64, device=dev)

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -227,6 +228,20 @@ func swigluInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor
 			}
 		}
 	}
+	if d := in["dy_inv_scale"]; d != nil {
+		// dy's inverse scales as a cast makes them: amax/fmt_max, here
+		// 2^−20 to 2^4; adversarial, 0, ±Inf, NaN, a subnormal, −1.
+		for i := range d.Elems() {
+			d.Set(i, math.Ldexp(1+r.Float64(), -r.IntN(24)+4))
+		}
+		if adversarial {
+			for i, v := range []float64{0, math.Inf(1), math.NaN(), 1e-40, -1, math.Inf(-1)} {
+				if j := 5*i + 2; j < d.Elems() {
+					d.Set(j, v)
+				}
+			}
+		}
+	}
 	if !adversarial {
 		return
 	}
@@ -361,6 +376,183 @@ var SwigluProbs = register(&Op{
 	},
 })
 
+// The grouped activation: h holds the permuted tokens of E experts, each
+// expert's rows padded (moe_permute's output, the grouped GEMM's). offsets
+// are the experts' cumulative padded end rows (expert g holds rows
+// offsets[g-1] … offsets[g]-1, offsets[-1] = 0), counts their used rows:
+// row r is used where offsets[g-1] ≤ r < offsets[g-1] + counts[g] for
+// some g, and every other row (an expert's padding, the rows past
+// offsets[E-1]) is padding. A used row is swiglu_probs' row; a padding row
+// reads nothing (neither h nor probs) and is written as swiglu_probs
+// writes a row of zeros: y zero, a rowwise inv_scale of amax 0, nothing in
+// the tensorwise amax. The rule holds for any offsets and counts on the
+// device (no access past h, whatever they hold); on the host, Validate
+// holds them to their contract.
+const groupedSwigluName = "grouped_swiglu_probs"
+
+var GroupedSwigluProbs = register(&Op{
+	Name: groupedSwigluName,
+	Doc: "h[R,2F] (E experts' padded rows), probs[R], offsets[E], counts[E] → y[R,F] = silu(gate)·up·prob as swiglu_probs, " +
+		"padding rows zero and never read",
+	Sizes:   []string{"R", "F", "E"},
+	Options: SwigluProbs.Options,
+	Tensors: func() []Arg {
+		ts := append([]Arg(nil), swigluIn...)
+		ts = append(ts,
+			Arg{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
+				Doc: "cumulative padded end row of each expert: expert g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0)"},
+			Arg{Name: "counts", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
+				Doc: "each expert's used rows, its first: the rest of its rows are padding"})
+		return append(ts, SwigluProbs.Tensors[len(swigluIn):]...)
+	}(),
+	Kernels: SwigluProbs.Kernels,
+	Knobs: append(append([]schedule.Knob(nil), swigluKnobs...),
+		schedule.Knob{Name: "BLOCK_E", Doc: "experts a program reads offsets and counts for at once (at least E)", Domain: schedule.Pow2("1", "4096")}),
+	Constraints: append(append([]schedule.Constraint(nil), swigluConstraints...),
+		schedule.Constraint{Cond: e("BLOCK_E >= E"), Why: "a program reads every expert's offsets at once: BLOCK_E must be at least E"},
+		schedule.Constraint{Cond: e("ROWS * BLOCK_E <= 16384"), Why: "a program compares its ROWS rows with BLOCK_E experts at once: at most 16384 pairs"}),
+	SizeRules: append(append([]schedule.Constraint(nil), swigluSizeRules...),
+		schedule.Constraint{Cond: e("E <= 4096"), Why: "E must be at most 4096 (a program reads every expert's offsets)"}),
+	Candidates: func() []Candidate {
+		var out []Candidate
+		for _, c := range swigluCandidates(16)() {
+			// Long rows of many experts: fewer rows a program, so that
+			// ROWS · BLOCK_E stays in bounds.
+			c = append(c[:len(c):len(c)], Assign{"BLOCK_E", e("pow2ceil(E)")})
+			for i := range c {
+				if c[i].Knob == "ROWS" {
+					c[i].Value = e("min(" + c[i].Value.String() + ", max(1, 16384 / pow2ceil(E)))")
+				}
+			}
+			out = append(out, c)
+		}
+		return out
+	},
+	Ceiling:    e("100"),
+	Example:    Shape{"R": 4096, "F": 768, "E": 16},
+	Bench:      []Shape{{"R": 65536, "F": 768, "E": 16}},
+	FillInputs: groupedSwigluInputs,
+	Validate:   checkSwigluGroups,
+	AnyNaN:     true,
+	Tests: Tests{
+		Shapes: []Shape{{"R": 1, "F": 8, "E": 1}, {"R": 40, "F": 24, "E": 3}, {"R": 130, "F": 136, "E": 5}, {"R": 70, "F": 8, "E": 33}},
+		GPU:    []Shape{{"R": 4096, "F": 768, "E": 16}, {"R": 1023, "F": 2048, "E": 7}, {"R": 300, "F": 8192, "E": 64}},
+		Options: []Options{{"layout": "interleaved", "probs": "false", "fp8": "e5m2", "pow2": "true"},
+			{"quant": "none"}, {"quant": "tensorwise", "layout": "interleaved"}},
+		Odd:       Shape{"R": 40, "F": 72, "E": 3},
+		Schedules: []schedule.Params{{"BLOCK_F": 16, "TILES": 5, "WARPS": 1, "ROWS": 4, "PER_CU": 1, "PREFETCH": 1, "BLOCK_E": 4}},
+		Wide:      Shape{"R": 1 << 17, "F": 1 << 14, "E": 128},
+	},
+	Goldens: []Variant{{Name: "tensorwise", Options: Options{"quant": "tensorwise"}}},
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		out := Tensors(c.SpecsOf(Output, Scratch))
+		used := swigluUsedRows(c, in)
+		h, probs := in["h"], in["probs"]
+		zh := &Tensor{Spec: h.Spec, Data: append([]byte(nil), h.Data...)}
+		row := 2 * c.Size("F") * 2 // bytes of a row of h
+		var zp *Tensor
+		if probs != nil {
+			zp = &Tensor{Spec: probs.Spec, Data: append([]byte(nil), probs.Data...)}
+		}
+		for r, ok := range used {
+			if !ok {
+				clear(zh.Data[r*row : (r+1)*row])
+				if zp != nil {
+					clear(zp.Data[4*r : 4*r+4])
+				}
+			}
+		}
+		zin := map[string]*Tensor{"h": zh}
+		if zp != nil {
+			zin["probs"] = zp
+		}
+		swigluOut(c, swigluRef(c, zin), c.Size("F"), out)
+		return out
+	},
+})
+
+// swigluUsedRows is which rows of h the grouped op reads, by the rule
+// above, for any offsets and counts.
+func swigluUsedRows(c *Call, in map[string]*Tensor) []bool {
+	used := make([]bool, c.Size("R"))
+	offs, counts := in["offsets"].Ints(), in["counts"].Ints()
+	for g := range offs {
+		start := int64(0)
+		if g > 0 {
+			start = offs[g-1]
+		}
+		for r := max(start, 0); r < start+counts[g] && r < int64(len(used)); r++ {
+			used[r] = true
+		}
+	}
+	return used
+}
+
+// checkSwigluGroups holds offsets and counts to their contract on the
+// host: offsets nondecreasing within [0, R], each count within its
+// expert's rows.
+func checkSwigluGroups(c *Call, in map[string]*Tensor) error {
+	rows := int64(c.Size("R"))
+	offs, counts := in["offsets"].Ints(), in["counts"].Ints()
+	prev := int64(0)
+	for g, v := range offs {
+		switch {
+		case v < prev:
+			return fmt.Errorf("offsets[%d] = %d is less than offsets[%d] = %d: offsets are cumulative end rows and may not decrease", g, v, g-1, prev)
+		case v > rows:
+			return fmt.Errorf("offsets[%d] = %d is past R = %d", g, v, rows)
+		case counts[g] < 0:
+			return fmt.Errorf("counts[%d] = %d is negative", g, counts[g])
+		case counts[g] > v-prev:
+			return fmt.Errorf("counts[%d] = %d is more than expert %d's %d rows (offsets[%d] − offsets[%d])", g, counts[g], g, v-prev, g, g-1)
+		}
+		prev = v
+	}
+	return nil
+}
+
+// groupedSwigluInputs makes the experts' rows as moe_permute lays them
+// out: used counts of an exponential spread (adversarially at tile edges,
+// all in one expert, or one a row), each padded to a multiple of a PAD of
+// 1, 8, 16 or 128, the rows past the last expert padding too; then
+// swigluInputs' values. Adversarially the padding rows hold NaN (gate, up
+// and probs), which a read would carry into y.
+func groupedSwigluInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+	swigluInputs(c, r, adversarial, in)
+	rows, ne := c.Size("R"), c.Size("E")
+	pad := []int{1, 8, 16, 128}[r.IntN(4)]
+	for pad > 1 && ne*(pad-1) > rows/2 {
+		pad /= 2
+	}
+	pattern := patternRealistic
+	if adversarial {
+		pattern = offsetsPattern(r.IntN(3))
+	}
+	sizes := groupSizes(pattern, (rows-ne*(pad-1))*7/8, ne, r)
+	end := 0
+	for g, n := range sizes {
+		in["counts"].SetBits(g, uint64(n))
+		end += (n + pad - 1) / pad * pad
+		in["offsets"].SetBits(g, uint64(end))
+	}
+	if !adversarial {
+		return
+	}
+	h, probs := in["h"], in["probs"]
+	f := c.Size("F")
+	for r, ok := range swigluUsedRows(c, in) {
+		if ok {
+			continue
+		}
+		for j := range 2 * f {
+			h.Set(r*2*f+j, math.NaN())
+		}
+		if probs != nil {
+			probs.Set(r, math.NaN())
+		}
+	}
+}
+
 // swigluOutType is y's element type under the quant option.
 func swigluOutType(c *Call) ir.DType {
 	if c.Opt("quant") == "none" {
@@ -370,12 +562,17 @@ func swigluOutType(c *Call) ir.DType {
 }
 
 var SwigluProbsBwd = register(&Op{
-	Name:    "swiglu_probs_bwd",
-	Doc:     "h[R,2F], probs[R], dy[R,F] → dh[R,2F] bf16 or rowwise fp8, d_probs[R] f32: the backward of swiglu_probs, d_probs in a fixed order",
-	Sizes:   []string{"R", "F"},
-	Options: append(append([]Option(nil), swigluOptions...), Option{Name: "quant", Doc: "dh as bf16 (none), or fp8 with a scale per row over its 2F gradients (rowwise), fp8 and pow2 as the casts", Values: []string{"none", "rowwise"}, Default: "none"}),
+	Name:  "swiglu_probs_bwd",
+	Doc:   "h[R,2F], probs[R], dy[R,F] → dh[R,2F] bf16 or rowwise fp8, d_probs[R] f32: the backward of swiglu_probs, d_probs in a fixed order",
+	Sizes: []string{"R", "F"},
+	Options: append(append([]Option(nil), swigluOptions...),
+		Option{Name: "quant", Doc: "dh as bf16 (none), or fp8 with a scale per row over its 2F gradients (rowwise), fp8 and pow2 as the casts", Values: []string{"none", "rowwise"}, Default: "none"},
+		Option{Name: "dy", Doc: "dy as bf16, or fp8 (the fp8 option's format, as dh's) with an inverse scale per row (rowwise) or one for the tensor (tensorwise), as the down GEMM's dgrad writes it", Values: []string{"bf16", "rowwise", "tensorwise"}, Default: "bf16"}),
 	Tensors: append(append([]Arg(nil), swigluIn...),
-		Arg{Name: "dy", DType: "bf16", Shape: []expr.Expr{e("R"), e("F")}, Role: Input, Doc: "the gradient of y"},
+		Arg{Name: "dy", DType: "bf16", Shape: []expr.Expr{e("R"), e("F")}, Role: Input, When: "dy=bf16", Doc: "the gradient of y"},
+		Arg{Name: "dy", DType: "fp8", Shape: []expr.Expr{e("R"), e("F")}, Role: Input, When: "dy=rowwise|tensorwise", Doc: "the gradient of y, quantized: dy[r, f] · dy_inv_scale[r] (or [0])"},
+		Arg{Name: "dy_inv_scale", DType: "f32", Shape: []expr.Expr{e("R")}, Role: Input, When: "dy=rowwise", Doc: "dy's inverse scale per row"},
+		Arg{Name: "dy_inv_scale", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Input, When: "dy=tensorwise", Doc: "dy's inverse scale"},
 		Arg{Name: "dh", DType: "bf16", Shape: []expr.Expr{e("R"), e("2 * F")}, Role: Output, When: "quant=none", Doc: "d_gate and d_up in h's layout"},
 		Arg{Name: "dh", DType: "fp8", Shape: []expr.Expr{e("R"), e("2 * F")}, Role: Output, When: "quant=rowwise", Doc: "d_gate and d_up in h's layout"},
 		Arg{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("R")}, Role: Output, When: "quant=rowwise", Doc: "dh's inverse scale per row"},
@@ -395,15 +592,30 @@ var SwigluProbsBwd = register(&Op{
 	Peers:       true,
 	Tests: func() Tests {
 		t := swigluTests
-		t.Options = append(t.Options, Options{"quant": "rowwise"}, Options{"quant": "rowwise", "probs": "false", "layout": "interleaved"})
+		t.Options = append(t.Options, Options{"quant": "rowwise"}, Options{"quant": "rowwise", "probs": "false", "layout": "interleaved"},
+			Options{"dy": "rowwise", "quant": "rowwise", "fp8": "e5m2"}, Options{"dy": "tensorwise", "layout": "interleaved"})
 		return t
 	}(),
 	Goldens: []Variant{
 		{Name: "rowwise", Options: Options{"quant": "rowwise"}},
 		{Name: "interleaved", Options: Options{"layout": "interleaved", "probs": "false"}},
+		{Name: "fp8_dy", Options: Options{"dy": "rowwise", "quant": "rowwise", "fp8": "e5m2"}},
 	},
 	Expected: swigluBackward,
 })
+
+// swigluDy is dy at row i, column j in f32: the bf16 value, or the fp8
+// code's value times its inverse scale (one f32 rounding).
+func swigluDy(c *Call, in map[string]*Tensor, i, j, f int) float32 {
+	dy := in["dy"]
+	switch c.Opt("dy") {
+	case "rowwise":
+		return refnum.DecodeFP8(c.Format, dy.Data[i*f+j]) * float32(in["dy_inv_scale"].Float(i))
+	case "tensorwise":
+		return refnum.DecodeFP8(c.Format, dy.Data[i*f+j]) * float32(in["dy_inv_scale"].Float(0))
+	}
+	return refnum.BF16ToF32(uint16(dy.Bits(i*f + j)))
+}
 
 // swigluBackward is the backward reference; d_probs is held to its value
 // as a float64 sum of the f32 terms, within (F − 1)·2^−24 of Σ|term|
@@ -427,7 +639,7 @@ func swigluBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[str
 			var sum, abs float64
 			for j := 0; j < f; j++ {
 				g, u := swigluAt(c, in["h"], i, j, f)
-				dy := float32(in["dy"].Float(i*f + j))
+				dy := swigluDy(c, in, i, j, f)
 				s, ds := refSiluGrad(g)
 				a := dy * s
 				dg, du := float32(dy*u)*ds, a

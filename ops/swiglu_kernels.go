@@ -54,6 +54,10 @@ func siluGrad(b *ir.Builder, g *ir.Value) (silu, ds *ir.Value) {
 type swigluRows struct {
 	rows, ok             *ir.Value
 	gate, up, out, masks []*ir.Value
+	// read are the loads' masks: masks, and in the grouped op only the
+	// used rows (a padding row reads nothing: zeros).
+	read []*ir.Value
+	used *ir.Value // the rows read
 }
 
 // swiglu is a kernel's builder, call and parameters (probs nil without
@@ -64,6 +68,9 @@ type swiglu struct {
 	h, probs *ir.Value
 	dy       *ir.Value // the backward's
 	rn, f    *ir.Value // the sizes R and F
+	// The grouped op's: offsets and counts, and each expert's used rows
+	// [starts, ends) as [BLOCK_E] tiles (empty past E).
+	offsets, counts, starts, ends *ir.Value
 }
 
 func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
@@ -72,6 +79,14 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 	rn, f := k.rn, k.f
 	t := swigluRows{rows: r0.Add(b.Arange(nr)).Named("rows")}
 	t.ok = t.rows.Lt(rn).Named("row_ok")
+	t.used = t.ok
+	if k.starts != nil {
+		// A row is used if it lies in an expert's [start, start + count):
+		// a rule for any offsets, so that bad ones read nothing past h.
+		rc := t.rows.Col()
+		in := rc.Ge(k.starts.Row()).And(rc.Lt(k.ends.Row()))
+		t.used = t.ok.And(b.Where(in, b.I32(1), b.I32(0)).Reduce(1, ir.RMax).Gt(0)).Named("row_used")
+	}
 	at := t.rows
 	if ahead {
 		at = rowsWithin(b, t.rows, rn)
@@ -90,6 +105,12 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 		t.gate, t.up = append(t.gate, g.Named("offs_g")), append(t.up, u.Named("offs_u"))
 		t.out = append(t.out, at.Col().Mul(f).Add(cols.Row()).Named("offs_y"))
 		t.masks = append(t.masks, t.ok.Col().And(cols.Lt(f).Row()).Named("mask"))
+		if k.starts != nil {
+			t.read = append(t.read, t.used.Col().And(cols.Lt(f).Row()).Named("read"))
+		}
+	}
+	if k.starts == nil {
+		t.read = t.masks
 	}
 	return t
 }
@@ -99,15 +120,15 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 func (k *swiglu) loadHalves(t swigluRows) []*ir.Value {
 	b, h := k.b, k.h
 	var out []*ir.Value
-	for i, m := range t.masks {
-		out = append(out, b.Load(b.PtrAdd(h, t.gate[i]), m, nil).Named("gate"))
+	for i, m := range t.read {
+		out = append(out, b.Load(b.PtrAdd(h, t.gate[i]), m, 0).Named("gate"))
 	}
-	for i, m := range t.masks {
-		out = append(out, b.Load(b.PtrAdd(h, t.up[i]), m, nil).Named("up"))
+	for i, m := range t.read {
+		out = append(out, b.Load(b.PtrAdd(h, t.up[i]), m, 0).Named("up"))
 	}
 	if k.dy != nil {
-		for i, m := range t.masks {
-			out = append(out, b.Load(b.PtrAdd(k.dy, t.out[i]), m, nil).Named("dy"))
+		for i, m := range t.read {
+			out = append(out, b.Load(b.PtrAdd(k.dy, t.out[i]), m, 0).Named("dy"))
 		}
 	}
 	return out
@@ -164,7 +185,7 @@ func (k *swiglu) prob(t swigluRows) *ir.Value {
 	if k.probs == nil {
 		return nil
 	}
-	return k.b.Load(k.b.PtrAdd(k.probs, t.rows), t.ok, nil).Named("prob").Col()
+	return k.b.Load(k.b.PtrAdd(k.probs, t.rows), t.used, 0).Named("prob").Col()
 }
 
 // rowAmax is max |y| along each row of the tiles.
@@ -188,11 +209,27 @@ func newSwiglu(b *ir.Builder, c *Call) *swiglu {
 	if c.Flag("probs") {
 		k.probs = b.Param("probs", ir.F32)
 	}
+	if c.Op.Name == groupedSwigluName {
+		k.offsets, k.counts = b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
+	}
 	return k
 }
 
-// declareSizes declares R and F.
-func (k *swiglu) declareSizes() { k.rn, k.f = k.b.Size("R"), k.b.Size("F") }
+// declareSizes declares R and F (and E, loading the experts' used rows,
+// in the grouped op).
+func (k *swiglu) declareSizes() {
+	b := k.b
+	k.rn, k.f = b.Size("R"), b.Size("F")
+	if k.offsets == nil {
+		return
+	}
+	ne := b.Size("E")
+	gs := b.Arange(k.c.Knob("BLOCK_E")).Named("experts")
+	in := gs.Lt(ne)
+	prev := b.Where(gs.Eq(0), b.Int(0), gs.Sub(1)) // no address before offsets, even masked
+	k.starts = b.Index(b.Load(b.PtrAdd(k.offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
+	k.ends = k.starts.Add(b.Index(b.Load(b.PtrAdd(k.counts, gs), in, 0))).Named("used_ends")
+}
 
 // swigluKernel writes y: as bf16, or quantized with a scale per row or
 // (quant=tensorwise, after swiglu_amax) the tensor's.
@@ -255,7 +292,14 @@ func swigluAmaxKernel(b *ir.Builder, c *Call) {
 func swigluBwdKernel(b *ir.Builder, c *Call) {
 	rowwise := c.Opt("quant") == "rowwise"
 	k := newSwiglu(b, c)
-	k.dy = b.Param("dy", ir.BF16)
+	dyQuant := c.Opt("dy")
+	var dyInv *ir.Value
+	if dyQuant == "bf16" {
+		k.dy = b.Param("dy", ir.BF16)
+	} else {
+		k.dy = b.Param("dy", ir.FP8(c.Format))
+		dyInv = b.Param("dy_inv_scale", ir.F32)
+	}
 	out := ir.BF16
 	if rowwise {
 		out = ir.FP8(c.Format)
@@ -269,15 +313,26 @@ func swigluBwdKernel(b *ir.Builder, c *Call) {
 		dprobs = b.Param("d_probs", ir.F32)
 	}
 	k.declareSizes()
+	var dyScale *ir.Value // dy's inverse scale: the tensor's, or (in the loop) the rows'
+	if dyQuant == "tensorwise" {
+		dyScale = b.Load(dyInv, nil, nil).Named("dy_inv")
+	}
 	k.rowLoop(nil, func(t swigluRows, halves, _ []*ir.Value) []*ir.Value {
 		n := len(t.masks)
 		p := k.prob(t)
+		if dyQuant == "rowwise" {
+			dyScale = b.Load(b.PtrAdd(dyInv, t.rows), t.ok, nil).Named("dy_inv").Col()
+		}
 		grads := make([]*ir.Value, 2*n) // d_gate tiles, then d_up tiles
 		var dp *ir.Value
 		for i := range n {
 			g := halves[i].Cast(ir.F32).Named("g")
 			u := halves[n+i].Cast(ir.F32).Named("u")
-			dy := halves[2*n+i].Cast(ir.F32).Named("dyf")
+			dy := halves[2*n+i].Cast(ir.F32)
+			if dyScale != nil {
+				dy = dy.Mul(dyScale)
+			}
+			dy = dy.Named("dyf")
 			s, ds := siluGrad(b, g)
 			a := dy.Mul(s).Named("a")
 			dg, du := dy.Mul(u).Mul(ds), a

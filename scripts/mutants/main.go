@@ -143,6 +143,22 @@ var mutants = []mutant{
 		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^swiglu_probs_bwd$/",
 		reason: "d_gate without the routing probability",
 	},
+	{
+		file:   "ops/swiglu_kernels.go",
+		old:    "for i, m := range t.read {\n\t\tout = append(out, b.Load(b.PtrAdd(h, t.gate[i]), m, 0)",
+		new:    "for i, m := range t.masks {\n\t\tout = append(out, b.Load(b.PtrAdd(h, t.gate[i]), m, 0)",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^grouped_swiglu_probs$/",
+		reason: "the grouped activation reads the padding rows' gates (NaN there adversarially)",
+	},
+	{
+		file:   "ops/swiglu_kernels.go",
+		old:    "dy = dy.Mul(dyScale)",
+		new:    "dy = dy.Add(dyScale)",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^swiglu_probs_bwd$/",
+		reason: "fp8 dy not scaled by its inverse scale",
+	},
 	// The QK-norm kernels, held to their float64 references within an allowance.
 	{
 		file:   "ops/qknorm_kernels.go",
