@@ -295,6 +295,59 @@ func garbageOffsets(t *testing.T, g *GPU, s schedule.Params) {
 	}
 }
 
+// grouped_swiglu_probs reads only the rows its rule calls used, for any
+// offsets and counts (a router kernel's, never seen by the host): on
+// garbage the GPU writes the reference's bits, and nothing outside the
+// outputs (memcheck runs this test in scripts/gpu.sh).
+func TestGPUSwigluGarbageOffsets(t *testing.T) {
+	g := openGPU(t)
+	sh := ops.Shape{"R": 3000, "F": 256, "E": 6}
+	for _, s := range []schedule.Params{nil, {"BLOCK_F": 64, "TILES": 4, "WARPS": 2, "ROWS": 8, "PER_CU": 0, "PREFETCH": 0, "BLOCK_E": 8}} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			p, err := ops.GroupedSwigluProbs.NewPlan(g.T, sh, nil, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := ops.Inputs(p.Call, 1, true)
+			all, _ := p.WithOutputs(in)
+			pr, err := g.Prepare(context.Background(), p, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Free()
+			r := rand.New(rand.NewPCG(9, 10))
+			for range 30 {
+				for _, name := range []string{"offsets", "counts"} {
+					data := in[name].Data
+					for j := 0; j < len(data); j += 4 {
+						v := r.Uint32()
+						if r.IntN(2) == 0 {
+							v = uint32(r.IntN(3001))
+						}
+						binary.LittleEndian.PutUint32(data[j:], v)
+					}
+					if err := pr.Upload(name, data); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := pr.Launch(); err != nil {
+					t.Fatal(err)
+				}
+				if err := pr.Download(all); err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]*ops.Tensor{}
+				for _, spec := range p.Call.SpecsOf(ops.Output) {
+					got[spec.Name] = all[spec.Name]
+				}
+				if _, err := p.CheckOutputs(in, got); err != nil {
+					t.Errorf("offsets %v, counts %v: %v", in["offsets"].Ints(), in["counts"].Ints(), err)
+				}
+			}
+		})
+	}
+}
+
 // check holds a GPU run to the op's reference (bit for bit, or within its
 // allowance) and, where the op is held only within an allowance and the
 // plan is small enough to interpret, to the interpreter bit for bit: one

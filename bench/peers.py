@@ -300,6 +300,8 @@ OPS = {
     "qk_norm_rope": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "round_norm": ("false", "true")}, False),
     "qk_norm_rope_bwd": OpSpec(("B", "S", "HQ", "HKV", "D"), {**QK_OPTIONS, "dx": ("bf16", "f32")}, False),
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
+    "swiglu_probs_mx": OpSpec(("R", "F"), {n: SWIGLU_OPTIONS[n] for n in ("layout", "probs", "fp8")} |
+                              {n: MX_OPTIONS[n] for n in ("mx_round", "scales")}, True),
     "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise"),
                                             "dy": ("bf16", "rowwise", "tensorwise")}, True),
 }
@@ -394,6 +396,8 @@ def validate_job(obj, index):
             raise JobError(f"{where}: HQ = {sizes['HQ']} is not a multiple of HKV = {sizes['HKV']}")
         if sizes["D"] % 2:
             raise JobError(f"{where}: D = {sizes['D']} is odd; RoPE rotates pairs")
+    if op == "swiglu_probs_mx" and sizes["F"] % MX_BLOCK:
+        raise JobError(f"{where}: F = {sizes['F']} is not a multiple of {MX_BLOCK}, the MX block")
     if op == "mx_cast":
         for n, dims in (("K", ("0", "both")), ("M", ("1", "both"))):
             if norm["dim"] in dims and sizes[n] % MX_BLOCK:
@@ -406,7 +410,7 @@ def validate_job(obj, index):
             job["unsupported"] = f"fp8 {fp8!r}: peers.py knows {', '.join(FP8_NAMES)}"
             return job
         job["fp8"] = resolve_fp8(norm["fp8"], fp8)
-        if op in ("mx_cast", "grouped_mx_cast") and job["fp8"].endswith("fnuz"):
+        if op in ("mx_cast", "grouped_mx_cast", "swiglu_probs_mx") and job["fp8"].endswith("fnuz"):
             raise JobError(f"{where}: MX takes OCP's FP8 formats (e4m3fn, e5m2), not {job['fp8']}")
     else:
         job["fp8"] = None  # no FP8 in this op: whatever was given is ignored
@@ -569,6 +573,10 @@ def output_specs(job):
             return [("y", (s["R"], s["F"]), "bfloat16")]
         inv = (s["R"],) if o["quant"] == "rowwise" else ()
         return [("y", (s["R"], s["F"]), q), ("inv_scale", inv, "float32")]
+    if op == "swiglu_probs_mx":
+        r, nb = s["R"], s["F"] // MX_BLOCK
+        n = {"rowmajor": None, "swizzled": swizzled_len, "gfx950": gfx950_len}[o["scales"]]
+        return [("y", (r, s["F"]), q), ("scale", (n(r, nb),) if n else (r, nb), "uint8")]
     if op == "swiglu_probs_bwd":
         dh = [("dh", (s["R"], 2 * s["F"]), "bfloat16")]
         if o["quant"] == "rowwise":
@@ -1203,6 +1211,25 @@ def swiglu_forward(job):
     return swiglu_probs
 
 
+def swiglu_mx_peer(job):
+    """swiglu_probs_mx: the forward's f32 activations, then mx_cast's peer
+    (dim=0) of them, the scales laid out as torchao's to_blocked does."""
+    o, f = job["options"], job["sizes"]["F"]
+    interleaved = o["layout"] == "interleaved"
+    mx_blocks = mx_quantizer(job)
+    layout = {"rowmajor": lambda s: s, "swizzled": swizzle_128x4, "gfx950": swizzle_gfx950}[o["scales"]]
+
+    def swiglu_probs_mx(h, *probs):
+        g, u = (h[:, 0::2], h[:, 1::2]) if interleaved else (h[:, :f], h[:, f:])
+        y = torch.nn.functional.silu(g.float()) * u.float()
+        if probs:
+            y = y * probs[0][:, None]
+        q, s = mx_blocks(y)
+        return q, layout(s)
+
+    return Peer(swiglu_probs_mx, compile_it(swiglu_probs_mx))
+
+
 def quantizer(job):
     """quantize(xf, "rowwise" | "tensorwise") -> (q, inv_scale): the casts' peers' numerics."""
     fp8 = getattr(torch, "float8_" + job["fp8"])
@@ -1280,6 +1307,8 @@ def make_peer(job):
                     note="forward and backward (torch.autograd.grad)",
                     compile_note="forward and backward: the forward under torch.compile (its backward compiled "
                                  "by AOTAutograd), torch.autograd.grad outside it")
+    if op == "swiglu_probs_mx":
+        return swiglu_mx_peer(job)
     if op == "mx_cast":
         return mx_peer(job)
     if op == "grouped_mx_cast":

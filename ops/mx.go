@@ -176,15 +176,7 @@ var MXCast = register(&Op{
 		}
 		lay := refScaleLayouts[c.Opt("scales")].lay
 		if q := out["q"]; q != nil {
-			kb := k / 32
-			s := make([]uint8, m*kb)
-			for i := range m {
-				for j := range kb {
-					copy(block, x[i*k+j*32:])
-					s[i*kb+j] = quantize(func(e int, b uint8) { q.Data[i*k+j*32+e] = b })
-				}
-			}
-			copy(out["scale"].Data, lay(s, m, kb))
+			refMXRows(c, x, m, k, q, out["scale"])
 		}
 		if qt := out["qt"]; qt != nil {
 			mb := m / 32
@@ -218,6 +210,30 @@ var MXCast = register(&Op{
 		return dequant(out["q"], c.Format, func(i int) float32 { return float32(s.Float(at(i/k, i%k/32, k/32))) })
 	},
 })
+
+// refMXRows quantizes x[m, k] to MXFP8 with blocks along its rows:
+// codes into q, scales laid out (the scales option) into scale.
+func refMXRows(c *Call, x []float32, m, k int, q, scale *Tensor) {
+	enc := refnum.Encoder(c.Format)
+	rceil := c.Opt("mx_round") == "rceil"
+	kb := k / 32
+	s := make([]uint8, m*kb)
+	for i := range m {
+		for j := range kb {
+			block := x[i*k+j*32 : i*k+j*32+32]
+			b := refMXScale(block, c.Format, rceil)
+			for e, v := range block {
+				if b == 0xFF {
+					q.Data[i*k+j*32+e] = enc(float32(math.NaN()))
+				} else {
+					q.Data[i*k+j*32+e] = enc(v * refPow2(127-int(b)))
+				}
+			}
+			s[i*kb+j] = b
+		}
+	}
+	copy(scale.Data, refScaleLayouts[c.Opt("scales")].lay(s, m, kb))
+}
 
 // refMXScale is the E8M0 byte of a block by the rule above, from the
 // block's values with float64 arithmetic where the rule is exact.

@@ -376,13 +376,117 @@ var SwigluProbs = register(&Op{
 	},
 })
 
+// swiglu_probs with MXFP8 output (the down GEMM's input on gfx950 and
+// Blackwell): y's f32 values quantized as mx_cast quantizes x (dim=0),
+// blocks of 32 along F.
+var SwigluProbsMX = register(&Op{
+	Name:    "swiglu_probs_mx",
+	Doc:     "h[R,2F] (gate, up), probs[R] → y[R,F] = silu(gate)·up·prob as MXFP8: fp8 with scale[R,F/32] e8m0, blocks along F",
+	Sizes:   []string{"R", "F"},
+	OCP:     true,
+	Options: []Option{swigluOptions[0], swigluOptions[1], mxOptions[1], mxOptions[2], mxOptions[4]},
+	Tensors: append(append([]Arg(nil), swigluIn...),
+		Arg{Name: "y", DType: "fp8", Shape: []expr.Expr{e("R"), e("F")}, Role: Output},
+		Arg{Name: "scale", DType: "e8m0", Shape: []expr.Expr{e("R"), e("F / 32")}, Role: Output, When: "scales=rowmajor", Doc: "block (i, j)'s scale: y[i, 32j : 32j+32]"},
+		Arg{Name: "scale", DType: "e8m0", Shape: []expr.Expr{mxSwizzledLen("R", "F / 32")}, Role: Output, When: "scales=swizzled", Doc: "the scales [R, F/32] swizzled into 128x4 tiles (docs/ops.md)"},
+		Arg{Name: "scale", DType: "e8m0", Shape: []expr.Expr{mxGfx950Len("R", "F / 32")}, Role: Output, When: "scales=gfx950", Doc: "the scales [R, F/32] in gfx950's 32x8 tiles (docs/ops.md)"},
+	),
+	// Under a tiled layout the grid covers the padded scale matrix, so
+	// that the kernel writes the padding too.
+	Kernels: []*Kernel{
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(R * F / 32, ROWS)"), e("1"), e("1")}},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=swizzled", Grid: [3]expr.Expr{e("cdiv(" + mxSwizzledLen("R", "F / 32").String() + ", ROWS)"), e("1"), e("1")}},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=gfx950", Grid: [3]expr.Expr{e("cdiv(" + mxGfx950Len("R", "F / 32").String() + ", ROWS)"), e("1"), e("1")}},
+	},
+	Knobs: []schedule.Knob{
+		warpsKnob,
+		{Name: "ROWS", Doc: "MX blocks (32 columns of y) per program", Domain: schedule.Pow2("1", "2048")},
+	},
+	Constraints: []schedule.Constraint{
+		tileLimit("ROWS * 32"),
+		{Cond: e("cdiv(" + mxSwizzledLen("R", "F / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(" + mxGfx950Len("R", "F / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
+	},
+	SizeRules: []schedule.Constraint{{Cond: e("F % 32 == 0"), Why: "MX blocks are 32 columns of y: F must be a multiple of 32"}},
+	Candidates: func() []Candidate {
+		var out []Candidate
+		for _, c := range []struct{ warps, per string }{{"4", "8"}, {"8", "16"}, {"4", "16"}, {"2", "8"}} {
+			out = append(out, Candidate{{"WARPS", e(c.warps)}, {"ROWS", e("WARPS * WAVE * " + c.per + " / 32")}})
+		}
+		return out
+	},
+	Ceiling:    e("100"),
+	Example:    Shape{"R": 4096, "F": 768},
+	Bench:      SwigluProbs.Bench,
+	Peers:      true,
+	FillInputs: swigluMXInputs,
+	Tests: Tests{
+		Shapes: []Shape{{"R": 1, "F": 32}, {"R": 7, "F": 96}, {"R": 130, "F": 160}, {"R": 3, "F": 2080}},
+		GPU:    []Shape{{"R": 4096, "F": 768}, {"R": 1023, "F": 2048}, {"R": 300, "F": 8192}, {"R": 256, "F": 256}},
+		Options: []Options{{"layout": "interleaved", "probs": "false", "fp8": "e5m2", "mx_round": "rceil"},
+			{"scales": "swizzled"}, {"scales": "gfx950", "layout": "interleaved", "mx_round": "rceil"}},
+		Odd:       Shape{"R": 40, "F": 96},
+		Schedules: []schedule.Params{{"WARPS": 1, "ROWS": 4}, {"WARPS": 2, "ROWS": 64}},
+		Wide:      Shape{"R": 1 << 17, "F": 1 << 14},
+	},
+	Goldens: []Variant{
+		{Name: "swizzled", Options: Options{"scales": "swizzled"}},
+		{Name: "interleaved_rceil", Options: Options{"layout": "interleaved", "probs": "false", "mx_round": "rceil"}},
+	},
+	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
+		out := Tensors(c.SpecsOf(Output))
+		refMXRows(c, swigluRef(c, in), c.Size("R"), c.Size("F"), out["y"], out["scale"])
+		return out
+	},
+})
+
+// swigluMXInputs are swigluInputs; adversarially, then, mx_cast's
+// planted blocks as blocks of y: gate 32 (whose silu is 32 exactly), up
+// the planted value / 32 (or, below 2^−100, the value: y then 32 times
+// it, the same class), probability 1.
+func swigluMXInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+	swigluInputs(c, r, adversarial, in)
+	if !adversarial {
+		return
+	}
+	rows, f := c.Size("R"), c.Size("F")
+	x := Tensors([]Spec{{Name: "x", DType: ir.F32, Shape: []int{rows, f}}})["x"]
+	const unset = 0x7FBADBAD // a NaN no plant makes
+	for i := range x.Elems() {
+		x.SetBits(i, unset)
+	}
+	plantMXBlocks(x, rows, f, c.Format.Max, r)
+	h, probs := in["h"], in["probs"]
+	for i := range x.Elems() {
+		if x.Bits(i) == unset {
+			continue
+		}
+		v, row, col := x.Float(i), i/f, i%f
+		up := v / 32
+		if math.Abs(v) < 0x1p-100 {
+			up = v
+		}
+		gi, ui := row*2*f+col, row*2*f+f+col
+		if c.Opt("layout") == "interleaved" {
+			gi, ui = row*2*f+2*col, row*2*f+2*col+1
+		}
+		h.Set(gi, 32)
+		h.Set(ui, up)
+		if probs != nil {
+			probs.Set(row, 1)
+		}
+	}
+}
+
 // The grouped activation: h holds the permuted tokens of E experts, each
 // expert's rows padded (moe_permute's output, the grouped GEMM's). offsets
 // are the experts' cumulative padded end rows (expert g holds rows
 // offsets[g-1] … offsets[g]-1, offsets[-1] = 0), counts their used rows:
 // row r is used where offsets[g-1] ≤ r < offsets[g-1] + counts[g] for
 // some g, and every other row (an expert's padding, the rows past
-// offsets[E-1]) is padding. A used row is swiglu_probs' row; a padding row
+// offsets[E-1]) is padding, with offsets and counts first clamped to
+// [0, R] (so that the sum cannot wrap, whatever they hold). A used row
+// is swiglu_probs' row; a padding row
 // reads nothing (neither h nor probs) and is written as swiglu_probs
 // writes a row of zeros: y zero, a rowwise inv_scale of amax 0, nothing in
 // the tensorwise amax. The rule holds for any offsets and counts on the
@@ -476,12 +580,14 @@ var GroupedSwigluProbs = register(&Op{
 func swigluUsedRows(c *Call, in map[string]*Tensor) []bool {
 	used := make([]bool, c.Size("R"))
 	offs, counts := in["offsets"].Ints(), in["counts"].Ints()
+	rows := int64(len(used))
+	clamp := func(v int64) int64 { return min(max(v, 0), rows) }
 	for g := range offs {
 		start := int64(0)
 		if g > 0 {
-			start = offs[g-1]
+			start = clamp(offs[g-1])
 		}
-		for r := max(start, 0); r < start+counts[g] && r < int64(len(used)); r++ {
+		for r := start; r < start+clamp(counts[g]) && r < rows; r++ {
 			used[r] = true
 		}
 	}

@@ -227,8 +227,10 @@ func (k *swiglu) declareSizes() {
 	gs := b.Arange(k.c.Knob("BLOCK_E")).Named("experts")
 	in := gs.Lt(ne)
 	prev := b.Where(gs.Eq(0), b.Int(0), gs.Sub(1)) // no address before offsets, even masked
-	k.starts = b.Index(b.Load(b.PtrAdd(k.offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
-	k.ends = k.starts.Add(b.Index(b.Load(b.PtrAdd(k.counts, gs), in, 0))).Named("used_ends")
+	// Clamped to [0, R] (swiglu.go): the sum cannot wrap.
+	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(k.rn) }
+	k.starts = within(b.Load(b.PtrAdd(k.offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
+	k.ends = k.starts.Add(within(b.Load(b.PtrAdd(k.counts, gs), in, 0))).Named("used_ends")
 }
 
 // swigluKernel writes y: as bf16, or quantized with a scale per row or
@@ -364,4 +366,56 @@ func swigluBwdKernel(b *ir.Builder, c *Call) {
 		}
 		return nil
 	})
+}
+
+// swigluMXKernel: each program's ROWS MX blocks of y (32 columns of a
+// row), as the rows of a [ROWS, 32] tile, as mx_cast_rows takes x's: the
+// blocks in y's order, or under a tiled scale layout ROWS consecutive
+// bytes of the laid-out scales (the scale store contiguous; a padding
+// byte's block is past y, reads nothing and takes scale 0). A block's
+// gate and up are 32 columns of its row's halves (64 alternating values
+// when interleaved).
+func swigluMXKernel(b *ir.Builder, c *Call) {
+	k := newSwiglu(b, c)
+	yp := b.Param("y", ir.FP8(c.Format))
+	sc := b.Param("scale", ir.E8M0)
+	k.declareSizes()
+	rn, f := k.rn, k.f
+	nb := f.Div(mxBlock).Named("block_cols")
+	slot := b.ProgramID(0).Mul(c.Knob("ROWS")).Add(b.Arange(c.Knob("ROWS"))).Named("block")
+	var row, col, ok, stored *ir.Value // the block's row and block column; in y; scale written
+	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
+		nbp := roundUp(nb, l.tc).Named("padded_cols")
+		row, col = l.cell(slot, nbp)
+		ok = row.Lt(rn).And(col.Lt(nb))
+		stored = slot.Lt(roundUp(rn, l.tr).Mul(nbp)).Named("slot_ok")
+	} else {
+		row, col = slot.Div(nb), slot.Rem(nb)
+		ok = slot.Lt(rn.Mul(nb))
+		stored = ok
+	}
+	row, col, ok = row.Named("block_row"), col.Named("block_col"), ok.Named("block_ok")
+	lane := b.Arange(mxBlock).Row()
+	base := row.Mul(f.Mul(2)).Named("h_row")
+	var gate, up *ir.Value
+	if c.Opt("layout") == "interleaved" {
+		gate = base.Add(col.Mul(2 * mxBlock)).MultipleOf(2 * mxBlock).Col().Add(lane.Mul(2))
+		up = gate.Add(1)
+	} else {
+		gate = base.Add(col.Mul(mxBlock)).MultipleOf(mxBlock).Col().Add(lane)
+		up = gate.Add(f)
+	}
+	m := ok.Col()
+	g := b.Load(b.PtrAdd(k.h, gate.Named("offs_g")), m, 0).Cast(ir.F32).Named("g")
+	u := b.Load(b.PtrAdd(k.h, up.Named("offs_u")), m, 0).Cast(ir.F32).Named("u")
+	s, _ := siluOf(b, g)
+	y := s.Mul(u)
+	if k.probs != nil {
+		y = y.Mul(b.Load(b.PtrAdd(k.probs, row), ok, 0).Named("prob").Col())
+	}
+	y = y.Named("y")
+	scale, recip := mxScales(b, c, y, 1)
+	offs := row.Mul(f).Add(col.Mul(mxBlock)).MultipleOf(mxBlock).Col().Add(lane).Named("offs_y")
+	b.Store(b.PtrAdd(yp, offs), y.Mul(recip.Col()).Cast(ir.FP8(c.Format)).Named("q"), m)
+	b.Store(b.PtrAdd(sc, slot), scale.Cast(ir.E8M0), stored)
 }

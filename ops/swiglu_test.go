@@ -159,3 +159,48 @@ func TestSwigluEveryGate(t *testing.T) {
 		check(t, p.Call, in, runInterp(t, p, in))
 	}
 }
+
+// garbageGroups fills offsets and counts of a grouped_swiglu_probs call
+// with values a router kernel might leave: in range, negative, past R,
+// decreasing, huge.
+func garbageGroups(r *rand.Rand, in map[string]*Tensor, rows int) {
+	for _, name := range []string{"offsets", "counts"} {
+		t := in[name]
+		for i := range t.Elems() {
+			var v int32
+			switch r.IntN(4) {
+			case 0:
+				v = int32(r.IntN(rows + 1))
+			case 1:
+				v = -int32(r.IntN(1 << 30))
+			case 2:
+				v = int32(r.Uint32())
+			default:
+				v = int32(r.IntN(40))
+			}
+			t.SetBits(i, uint64(int64(v)))
+		}
+	}
+}
+
+// The grouped activation's rule for which rows are used holds for any
+// offsets and counts: the interpreter matches the reference, which
+// follows the rule, on garbage too (the host's Validate would refuse it).
+func TestGroupedSwigluAnyOffsets(t *testing.T) {
+	tg, _ := target.Lookup("sm_90")
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, o := range []Options{nil, {"quant": "tensorwise"}} {
+		p, err := GroupedSwigluProbs.NewPlan(tg, Shape{"R": 70, "F": 16, "E": 5}, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			in := Inputs(p.Call, r.Uint64(), true)
+			garbageGroups(r, in, 70)
+			if GroupedSwigluProbs.Validate(p.Call, in) == nil {
+				continue // garbage that happens to be valid
+			}
+			check(t, p.Call, in, runInterp(t, p, in))
+		}
+	}
+}

@@ -80,7 +80,7 @@ fi
 if [[ $stages == *" sanitize "* ]]; then
 	for tool in memcheck racecheck synccheck initcheck; do
 		FP8GEN_GPU_SMALL=1 step "sanitizer-$tool" "$checks" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-			"$bin/backend.test" -test.run "${SANITIZE_TESTS:-GPUOpsMatchReference|GPUCapabilities|GPUGroupedGarbageOffsets}" -test.timeout 30m &
+			"$bin/backend.test" -test.run "${SANITIZE_TESTS:-GPUOpsMatchReference|GPUCapabilities|GPUGroupedGarbageOffsets|GPUSwigluGarbageOffsets}" -test.timeout 30m &
 	done
 fi
 wait

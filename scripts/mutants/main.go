@@ -159,6 +159,14 @@ var mutants = []mutant{
 		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^swiglu_probs_bwd$/",
 		reason: "fp8 dy not scaled by its inverse scale",
 	},
+	{
+		file:   "ops/swiglu_kernels.go",
+		old:    "gate = base.Add(col.Mul(2 * mxBlock)).MultipleOf(2 * mxBlock).Col().Add(lane.Mul(2))",
+		new:    "gate = base.Add(col.Mul(mxBlock)).Col().Add(lane.Mul(2))",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^swiglu_probs_mx$/",
+		reason: "interleaved MX blocks: a block's 64 alternating values taken from half its offset",
+	},
 	// The QK-norm kernels, held to their float64 references within an allowance.
 	{
 		file:   "ops/qknorm_kernels.go",
