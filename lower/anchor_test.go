@@ -42,55 +42,62 @@ func anchorOwnsEveryElementOnce(t *testing.T, shapes [][]int, wave, warps int) {
 			for _, sh := range shapes {
 				for contig := range sh {
 					for _, rows := range []int{1, 4} {
-						l := anchor(sh, contig, eb, wave, warps, lanes, rows)
-						where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d, %d rows a lane: %v", wave, warps, lanes, eb, sh, contig, rows, l)
-						if l.WaveSize() != wave || l.Waves() != warps {
-							t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
-						}
-						n := 1
-						for _, x := range sh {
-							n *= x
-						}
-						cols := sh[len(sh)-1]
-						owners = append(owners[:0], make([]int32, n)...)
-						regs := l.Regs(sh)
-						for tid := 0; tid < wave*warps; tid++ {
-							for r := 0; r < regs; r++ {
-								c, own := l.Elem(sh, tid, r)
-								if l.RegOf(sh, c) != r {
-									t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
-								}
-								if !own {
-									continue
-								}
-								i := c[len(c)-1] // the element's index in owners
-								if len(c) == 2 {
-									i += c[0] * cols
-								}
-								if min(c[0], c[len(c)-1]) < 0 || i >= n {
-									t.Fatalf("%s: lane %d register %d owns %v, outside the tile", where, tid, r, c)
-								}
-								owners[i]++
+						for _, fill := range []bool{false, true} {
+							l := anchor(sh, contig, eb, wave, warps, lanes, rows, fill)
+							where := fmt.Sprintf("wave %d, %d waves, lanes %d, %d-byte elements, shape %v along %d, %d rows a lane, fill %v: %v", wave, warps, lanes, eb, sh, contig, rows, fill, l)
+							if l.WaveSize() != wave || l.Waves() != warps {
+								t.Fatalf("%s: %d lanes × %d waves", where, l.WaveSize(), l.Waves())
 							}
-						}
-						owned := 0
-						for _, k := range owners {
-							if k > 0 {
-								owned++
+							n := 1
+							for _, x := range sh {
+								n *= x
 							}
-						}
-						if owned != n {
-							t.Fatalf("%s: %d of %d elements owned", where, owned, n)
-						}
-						for i, k := range owners {
-							if k != 1 {
-								t.Fatalf("%s: element %d (row %d, column %d) owned %d times", where, i, i/cols, i%cols, k)
+							cols := sh[len(sh)-1]
+							owners = append(owners[:0], make([]int32, n)...)
+							regs := l.Regs(sh)
+							for tid := 0; tid < wave*warps; tid++ {
+								for r := 0; r < regs; r++ {
+									c, own := l.Elem(sh, tid, r)
+									if l.RegOf(sh, c) != r {
+										t.Fatalf("%s: lane %d register %d holds %v, which RegOf puts in %d", where, tid, r, c, l.RegOf(sh, c))
+									}
+									if !own {
+										continue
+									}
+									i := c[len(c)-1] // the element's index in owners
+									if len(c) == 2 {
+										i += c[0] * cols
+									}
+									if min(c[0], c[len(c)-1]) < 0 || i >= n {
+										t.Fatalf("%s: lane %d register %d owns %v, outside the tile", where, tid, r, c)
+									}
+									owners[i]++
+								}
 							}
-						}
-						// Where every wave's lanes fit along the other
-						// axis rows deep, each lane holds rows there.
-						if o := 1 - contig; len(sh) == 2 && rows > 1 && sh[o] >= rows*wave*warps && l.SPT[o] != rows {
-							t.Fatalf("%s: %d elements a lane along axis %d; want %d", where, l.SPT[o], o, rows)
+							owned := 0
+							for _, k := range owners {
+								if k > 0 {
+									owned++
+								}
+							}
+							if owned != n {
+								t.Fatalf("%s: %d of %d elements owned", where, owned, n)
+							}
+							for i, k := range owners {
+								if k != 1 {
+									t.Fatalf("%s: element %d (row %d, column %d) owned %d times", where, i, i/cols, i%cols, k)
+								}
+							}
+							// Where every wave's lanes fit along the other
+							// axis rows deep, each lane holds rows there.
+							if o := 1 - contig; len(sh) == 2 && rows > 1 && sh[o] >= rows*wave*warps && l.SPT[o] != rows {
+								t.Fatalf("%s: %d elements a lane along axis %d; want %d", where, l.SPT[o], o, rows)
+							}
+							// With fill, a 2-D tile of at least an element a
+							// lane holds no copies: its registers are its elements.
+							if fill && len(sh) == 2 && lanes == 0 && rows == 1 && n >= wave*warps && regs*wave*warps != n {
+								t.Fatalf("%s: %d registers × %d lanes for %d elements", where, regs, wave*warps, n)
+							}
 						}
 					}
 				}

@@ -15,20 +15,28 @@ import (
 // axis of a 2-D tile (fewer where the waves would no longer all spread
 // along it): a tile that is transposed then moves to LDS in words of rows
 // elements instead of one element at a time.
-func anchor(shape []int, contig, elemBytes, wave, warps, lanes, rows int) *ir.Layout {
+//
+// With fill, a tile too small for 16 bytes in every lane holds fewer
+// elements a lane instead, so that no lane holds another's copy: loads
+// of mixed widths sized for the narrowest (fp8 beside bf16) at the
+// threads the wider ones were scheduled for.
+func anchor(shape []int, contig, elemBytes, wave, warps, lanes, rows int, fill bool) *ir.Layout {
 	r := len(shape)
 	if r == 1 {
 		spt := min(max(16/elemBytes, 1), shape[0])
 		if lanes > 0 && lanes < min(wave, shape[0]/spt) {
 			// A row of the [rows, n] tiles it is broadcast into: those
 			// lanes and registers, every wave and lane row alike.
-			return anchor([]int{warps * wave / lanes, shape[0]}, 1, elemBytes, wave, warps, lanes, 1).Slice(0)
+			return anchor([]int{warps * wave / lanes, shape[0]}, 1, elemBytes, wave, warps, lanes, 1, fill).Slice(0)
 		}
 		return ir.Blocked([]int{spt}, []int{wave}, []int{warps}, []int{0})
 	}
 	o := 1 - contig
 	spt, tpw, wpb := make([]int, 2), make([]int, 2), make([]int, 2)
 	spt[contig] = min(max(16/elemBytes, 1), shape[contig])
+	if per := shape[0] * shape[1] / (wave * warps); fill && per < spt[contig] {
+		spt[contig] = max(per, 1)
+	}
 	spt[o] = 1
 	tpw[contig] = min(wave, shape[contig]/spt[contig])
 	if lanes > 0 {
@@ -110,7 +118,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	// load is two 16-byte vectors a lane, each instruction using half its
 	// span) instead of meeting through LDS. A wider gap (fp8 beside f32:
 	// four vectors a lane, a quarter of each span) keeps its own anchor.
-	narrowest := map[string]int{}
+	narrowest, widest := map[string]int{}, map[string]int{}
 	key := func(p *ir.Value) string { return fmt.Sprint(p.Type.Shape, info[p].contigAxis()) }
 	f.Walk(func(v *ir.Value) {
 		if v.Op == ir.OpLoad && v.Type.Rank() > 0 && !v.Mem().Spread { // a spread load takes no anchor
@@ -118,15 +126,20 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			if n, ok := narrowest[k]; !ok || b < n {
 				narrowest[k] = b
 			}
+			widest[k] = max(widest[k], b)
 		}
 	})
 	rows := transposedRows(f)
 	anchorOf := func(p *ir.Value, elem ir.DType) *ir.Layout {
-		b := max(elem.Bytes(), 1)
-		if n, ok := narrowest[key(p)]; ok && n < b && b <= 2*n {
+		b, k := max(elem.Bytes(), 1), key(p)
+		n, ok := narrowest[k]
+		if ok && n < b && b <= 2*n {
 			b = n
 		}
-		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps, cfg.Lanes, max(rows[p], 1))
+		// The loads of a tile shape share the narrowest's anchor: sized
+		// for it, it may not fill the lanes the schedule gave the wider.
+		shared := ok && n < widest[k] && widest[k] <= 2*n
+		return anchor(p.Type.Shape, info[p].contigAxis(), b, wave, cfg.Warps, cfg.Lanes, max(rows[p], 1), shared)
 	}
 	// A spread load's 1-D tile: one element a lane, lanes then waves.
 	spread := ir.Blocked([]int{1}, []int{wave}, []int{cfg.Warps}, []int{0})
@@ -150,7 +163,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			if v.Op == ir.OpUnstage {
 				// Read from LDS as a load of its shape reads memory: 16 bytes
 				// a lane along the rows, and rows a lane where it is transposed.
-				changed = set(v, anchor(v.Type.Shape, 1, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes, max(rows[v], 1))) || changed
+				changed = set(v, anchor(v.Type.Shape, 1, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes, max(rows[v], 1), false)) || changed
 				continue
 			}
 			if l := forward(v, anchorOf, spread); l != nil {
@@ -191,7 +204,7 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 			for _, v := range all {
 				if v.Type.Rank() > 0 && v.Type.Layout == nil && v.Op.HasResult() && !derived(v) {
 					contig := v.Type.Rank() - 1
-					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes, 1)) || changed
+					changed = set(v, anchor(v.Type.Shape, contig, max(v.Type.DType.Bytes(), 1), wave, cfg.Warps, cfg.Lanes, 1, false)) || changed
 					break
 				}
 			}
