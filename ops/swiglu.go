@@ -394,24 +394,34 @@ var SwigluProbsMX = register(&Op{
 	// Under a tiled layout the grid covers the padded scale matrix, so
 	// that the kernel writes the padding too.
 	Kernels: []*Kernel{
-		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(R * F / 32, ROWS)"), e("1"), e("1")}},
-		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=swizzled", Grid: [3]expr.Expr{e("cdiv(" + mxSwizzledLen("R", "F / 32").String() + ", ROWS)"), e("1"), e("1")}},
-		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=gfx950", Grid: [3]expr.Expr{e("cdiv(" + mxGfx950Len("R", "F / 32").String() + ", ROWS)"), e("1"), e("1")}},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=rowmajor", Grid: swigluMXGrid("R * F / 32")},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=swizzled", Grid: swigluMXGrid(mxSwizzledLen("R", "F / 32").String())},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=gfx950", Grid: swigluMXGrid(mxGfx950Len("R", "F / 32").String())},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
-		{Name: "ROWS", Doc: "MX blocks (32 columns of y) per program", Domain: schedule.Pow2("1", "2048")},
+		{Name: "ROWS", Doc: "MX blocks (32 columns of y) per program (per trip of its loop with PER_CU)", Domain: schedule.Pow2("1", "2048")},
+		{Name: "PER_CU", Doc: "0: a program for each ROWS blocks; n: n programs a CU, each a loop over trips of ROWS blocks", Domain: schedule.Range("0", "64")},
+		{Name: "PREFETCH", Doc: "1: the loop of PER_CU loads its next blocks before it works on these", Domain: schedule.Bool()},
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 32"),
 		{Cond: e("cdiv(" + mxSwizzledLen("R", "F / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
 		{Cond: e("cdiv(" + mxGfx950Len("R", "F / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
+		{Cond: e("PER_CU > 0 || PREFETCH == 0"), Why: "PREFETCH loads ahead in the persistent loop: it needs PER_CU > 0"},
+		{Cond: e("PER_CU == 0 || " + mxSwizzledLen("R", "F / 32").String() + " <= 2147483647 - 2 * PER_CU * CUS * ROWS"), Why: "the persistent loop (PER_CU > 0) steps PER_CU·CUS·ROWS blocks past the last: the blocks must stay that far below 2^31 (take PER_CU=0)"},
 	},
 	SizeRules: []schedule.Constraint{{Cond: e("F % 32 == 0"), Why: "MX blocks are 32 columns of y: F must be a multiple of 32"}},
+	// Persistent loops that load ahead first (with the threads a CU would
+	// hold, as swiglu_probs'), then a program for each ROWS blocks.
 	Candidates: func() []Candidate {
 		var out []Candidate
-		for _, c := range []struct{ warps, per string }{{"4", "8"}, {"8", "16"}, {"4", "16"}, {"2", "8"}} {
-			out = append(out, Candidate{{"WARPS", e(c.warps)}, {"ROWS", e("WARPS * WAVE * " + c.per + " / 32")}})
+		for _, c := range []struct{ warps, per, perCU string }{{"4", "16", "2048"}, {"8", "16", "2048"}, {"4", "8", "2048"}, {"4", "16", "1024"}, {"8", "16", "0"}, {"4", "8", "0"}} {
+			cu, prefetch := "max(1, min(64, "+c.perCU+" / (WARPS * WAVE)))", "1"
+			if c.perCU == "0" {
+				cu, prefetch = "0", "0"
+			}
+			out = append(out, Candidate{{"WARPS", e(c.warps)}, {"ROWS", e("WARPS * WAVE * " + c.per + " / 32")}, {"PER_CU", e(cu)}, {"PREFETCH", e(prefetch)}})
 		}
 		return out
 	},
@@ -425,9 +435,10 @@ var SwigluProbsMX = register(&Op{
 		GPU:    []Shape{{"R": 4096, "F": 768}, {"R": 1023, "F": 2048}, {"R": 300, "F": 8192}, {"R": 256, "F": 256}},
 		Options: []Options{{"layout": "interleaved", "probs": "false", "fp8": "e5m2", "mx_round": "rceil"},
 			{"scales": "swizzled"}, {"scales": "gfx950", "layout": "interleaved", "mx_round": "rceil"}},
-		Odd:       Shape{"R": 40, "F": 96},
-		Schedules: []schedule.Params{{"WARPS": 1, "ROWS": 4}, {"WARPS": 2, "ROWS": 64}},
-		Wide:      Shape{"R": 1 << 17, "F": 1 << 14},
+		Odd: Shape{"R": 40, "F": 96},
+		Schedules: []schedule.Params{{"WARPS": 1, "ROWS": 4, "PER_CU": 1, "PREFETCH": 1}, {"WARPS": 2, "ROWS": 64, "PER_CU": 0, "PREFETCH": 0},
+			{"WARPS": 1, "ROWS": 8, "PER_CU": 2, "PREFETCH": 0}},
+		Wide: Shape{"R": 1 << 17, "F": 1 << 14},
 	},
 	Goldens: []Variant{
 		{Name: "swizzled", Options: Options{"scales": "swizzled"}},
@@ -478,6 +489,13 @@ func swigluMXInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tens
 	}
 }
 
+// swigluMXGrid: a program for each ROWS of the slots (scale bytes), or
+// PER_CU a CU.
+func swigluMXGrid(slots string) [3]expr.Expr {
+	n := "cdiv(" + slots + ", ROWS)"
+	return [3]expr.Expr{e("PER_CU == 0 ? " + n + " : min(" + n + ", PER_CU * CUS)"), e("1"), e("1")}
+}
+
 // The grouped activation: h holds the permuted tokens of E experts, each
 // expert's rows padded (moe_permute's output, the grouped GEMM's). offsets
 // are the experts' cumulative padded end rows (expert g holds rows
@@ -507,28 +525,26 @@ var GroupedSwigluProbs = register(&Op{
 				Doc: "cumulative padded end row of each expert: expert g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0)"},
 			Arg{Name: "counts", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
 				Doc: "each expert's used rows, its first: the rest of its rows are padding"})
-		return append(ts, SwigluProbs.Tensors[len(swigluIn):]...)
+		ts = append(ts, SwigluProbs.Tensors[len(swigluIn):]...)
+		return append(ts, Arg{Name: "row_used", DType: "i32", Shape: []expr.Expr{e("R")}, Role: Scratch,
+			Doc: "1 where a row is used, 0 where it is padding (grouped_swiglu_rows writes every row)"})
 	}(),
-	Kernels: SwigluProbs.Kernels,
+	Kernels: append([]*Kernel{{Name: "grouped_swiglu_rows", Build: groupedSwigluRowsKernel, Grid: [3]expr.Expr{e("cdiv(R, BLOCK_R)"), e("1"), e("1")}}},
+		SwigluProbs.Kernels...),
 	Knobs: append(append([]schedule.Knob(nil), swigluKnobs...),
-		schedule.Knob{Name: "BLOCK_E", Doc: "experts a program reads offsets and counts for at once (at least E)", Domain: schedule.Pow2("1", "4096")}),
+		schedule.Knob{Name: "BLOCK_E", Doc: "experts grouped_swiglu_rows reads offsets and counts for at once (at least E)", Domain: schedule.Pow2("1", "4096")},
+		schedule.Knob{Name: "BLOCK_R", Doc: "rows a grouped_swiglu_rows program flags", Domain: schedule.Pow2("1", "1024")}),
 	Constraints: append(append([]schedule.Constraint(nil), swigluConstraints...),
 		schedule.Constraint{Cond: e("BLOCK_E >= E"), Why: "a program reads every expert's offsets at once: BLOCK_E must be at least E"},
-		schedule.Constraint{Cond: e("ROWS * BLOCK_E <= 16384"), Why: "a program compares its ROWS rows with BLOCK_E experts at once: at most 16384 pairs"}),
+		schedule.Constraint{Cond: e("BLOCK_R * BLOCK_E <= 16384"), Why: "a grouped_swiglu_rows program compares BLOCK_R rows with BLOCK_E experts at once: at most 16384 pairs"},
+		schedule.Constraint{Cond: e("cdiv(R, BLOCK_R) <= 2147483647"), Why: "grid axis 0 of grouped_swiglu_rows (rows) holds at most 2^31-1 programs"}),
 	SizeRules: append(append([]schedule.Constraint(nil), swigluSizeRules...),
 		schedule.Constraint{Cond: e("E <= 4096"), Why: "E must be at most 4096 (a program reads every expert's offsets)"}),
 	Candidates: func() []Candidate {
 		var out []Candidate
 		for _, c := range swigluCandidates(16)() {
-			// Long rows of many experts: fewer rows a program, so that
-			// ROWS · BLOCK_E stays in bounds.
-			c = append(c[:len(c):len(c)], Assign{"BLOCK_E", e("pow2ceil(E)")})
-			for i := range c {
-				if c[i].Knob == "ROWS" {
-					c[i].Value = e("min(" + c[i].Value.String() + ", max(1, 16384 / pow2ceil(E)))")
-				}
-			}
-			out = append(out, c)
+			out = append(out, append(c[:len(c):len(c)], Assign{"BLOCK_E", e("pow2ceil(E)")},
+				Assign{"BLOCK_R", e("max(1, min(256, 16384 / pow2ceil(E)))")}))
 		}
 		return out
 	},
@@ -544,13 +560,18 @@ var GroupedSwigluProbs = register(&Op{
 		Options: []Options{{"layout": "interleaved", "probs": "false", "fp8": "e5m2", "pow2": "true"},
 			{"quant": "none"}, {"quant": "tensorwise", "layout": "interleaved"}},
 		Odd:       Shape{"R": 40, "F": 72, "E": 3},
-		Schedules: []schedule.Params{{"BLOCK_F": 16, "TILES": 5, "WARPS": 1, "ROWS": 4, "PER_CU": 1, "PREFETCH": 1, "BLOCK_E": 4}},
+		Schedules: []schedule.Params{{"BLOCK_F": 16, "TILES": 5, "WARPS": 1, "ROWS": 4, "PER_CU": 1, "PREFETCH": 1, "BLOCK_E": 4, "BLOCK_R": 8}},
 		Wide:      Shape{"R": 1 << 17, "F": 1 << 14, "E": 128},
 	},
 	Goldens: []Variant{{Name: "tensorwise", Options: Options{"quant": "tensorwise"}}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		out := Tensors(c.SpecsOf(Output, Scratch))
 		used := swigluUsedRows(c, in)
+		for r, ok := range used {
+			if ok {
+				out["row_used"].SetBits(r, 1)
+			}
+		}
 		h, probs := in["h"], in["probs"]
 		zh := &Tensor{Spec: h.Spec, Data: append([]byte(nil), h.Data...)}
 		row := 2 * c.Size("F") * 2 // bytes of a row of h

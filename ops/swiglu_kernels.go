@@ -68,9 +68,8 @@ type swiglu struct {
 	h, probs *ir.Value
 	dy       *ir.Value // the backward's
 	rn, f    *ir.Value // the sizes R and F
-	// The grouped op's: offsets and counts, and each expert's used rows
-	// [starts, ends) as [BLOCK_E] tiles (empty past E).
-	offsets, counts, starts, ends *ir.Value
+	// The grouped op's: which rows are used, by grouped_swiglu_rows.
+	rowUsed *ir.Value
 }
 
 func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
@@ -80,12 +79,8 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 	t := swigluRows{rows: r0.Add(b.Arange(nr)).Named("rows")}
 	t.ok = t.rows.Lt(rn).Named("row_ok")
 	t.used = t.ok
-	if k.starts != nil {
-		// A row is used if it lies in an expert's [start, start + count):
-		// a rule for any offsets, so that bad ones read nothing past h.
-		rc := t.rows.Col()
-		in := rc.Ge(k.starts.Row()).And(rc.Lt(k.ends.Row()))
-		t.used = t.ok.And(b.Where(in, b.I32(1), b.I32(0)).Reduce(1, ir.RMax).Gt(0)).Named("row_used")
+	if k.rowUsed != nil {
+		t.used = t.ok.And(b.Load(b.PtrAdd(k.rowUsed, t.rows), t.ok, 0).Ne(0)).Named("used")
 	}
 	at := t.rows
 	if ahead {
@@ -105,11 +100,11 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 		t.gate, t.up = append(t.gate, g.Named("offs_g")), append(t.up, u.Named("offs_u"))
 		t.out = append(t.out, at.Col().Mul(f).Add(cols.Row()).Named("offs_y"))
 		t.masks = append(t.masks, t.ok.Col().And(cols.Lt(f).Row()).Named("mask"))
-		if k.starts != nil {
+		if k.rowUsed != nil {
 			t.read = append(t.read, t.used.Col().And(cols.Lt(f).Row()).Named("read"))
 		}
 	}
-	if k.starts == nil {
+	if k.rowUsed == nil {
 		t.read = t.masks
 	}
 	return t
@@ -210,27 +205,35 @@ func newSwiglu(b *ir.Builder, c *Call) *swiglu {
 		k.probs = b.Param("probs", ir.F32)
 	}
 	if c.Op.Name == groupedSwigluName {
-		k.offsets, k.counts = b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
+		k.rowUsed = b.Param("row_used", ir.I32)
 	}
 	return k
 }
 
-// declareSizes declares R and F (and E, loading the experts' used rows,
-// in the grouped op).
-func (k *swiglu) declareSizes() {
-	b := k.b
-	k.rn, k.f = b.Size("R"), b.Size("F")
-	if k.offsets == nil {
-		return
-	}
-	ne := b.Size("E")
-	gs := b.Arange(k.c.Knob("BLOCK_E")).Named("experts")
+// declareSizes declares R and F.
+func (k *swiglu) declareSizes() { k.rn, k.f = k.b.Size("R"), k.b.Size("F") }
+
+// groupedSwigluRowsKernel writes row_used: for each of BLOCK_R rows a
+// program, whether it lies in an expert's [start, start + count), with
+// every expert's offsets and counts read at once (BLOCK_E ≥ E), clamped to
+// [0, R] (swiglu.go): a rule for any offsets, so that bad ones read
+// nothing past h. A pass of its own, so that the activation's loads wait
+// on one load of the row's flag, not on the experts' compare.
+func groupedSwigluRowsKernel(b *ir.Builder, c *Call) {
+	offsets, counts := b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
+	used := b.Param("row_used", ir.I32)
+	rn, ne := b.Size("R"), b.Size("E")
+	gs := b.Arange(c.Knob("BLOCK_E")).Named("experts")
 	in := gs.Lt(ne)
 	prev := b.Where(gs.Eq(0), b.Int(0), gs.Sub(1)) // no address before offsets, even masked
-	// Clamped to [0, R] (swiglu.go): the sum cannot wrap.
-	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(k.rn) }
-	k.starts = within(b.Load(b.PtrAdd(k.offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
-	k.ends = k.starts.Add(within(b.Load(b.PtrAdd(k.counts, gs), in, 0))).Named("used_ends")
+	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(rn) }
+	starts := within(b.Load(b.PtrAdd(offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
+	ends := starts.Add(within(b.Load(b.PtrAdd(counts, gs), in, 0))).Named("used_ends")
+	rows := b.ProgramID(0).Mul(c.Knob("BLOCK_R")).Add(b.Arange(c.Knob("BLOCK_R"))).Named("rows")
+	rc := rows.Col()
+	inside := rc.Ge(starts.Row()).And(rc.Lt(ends.Row()))
+	flag := b.Where(inside, b.I32(1), b.I32(0)).Reduce(1, ir.RMax).Named("row_used")
+	b.Store(b.PtrAdd(used, rows), flag, rows.Lt(rn))
 }
 
 // swigluKernel writes y: as bf16, or quantized with a scale per row or
@@ -368,54 +371,110 @@ func swigluBwdKernel(b *ir.Builder, c *Call) {
 	})
 }
 
-// swigluMXKernel: each program's ROWS MX blocks of y (32 columns of a
-// row), as the rows of a [ROWS, 32] tile, as mx_cast_rows takes x's: the
-// blocks in y's order, or under a tiled scale layout ROWS consecutive
-// bytes of the laid-out scales (the scale store contiguous; a padding
-// byte's block is past y, reads nothing and takes scale 0). A block's
-// gate and up are 32 columns of its row's halves (64 alternating values
-// when interleaved).
+// mxSlots are ROWS MX blocks of y from slot s0 (swigluMXKernel): each
+// block's row and block column, whether it is in y, whether its scale
+// byte is written, and its offsets into h and y. With ahead the slots are
+// clamped into the grid's for the addresses (a block loaded ahead forms
+// no address past them).
+type mxSlots struct {
+	slot, row, ok, stored *ir.Value
+	gate, up, out         *ir.Value
+}
+
+// mxAt is the blocks from slot s0, of total slots (the scale bytes the
+// grid covers).
+func (k *swiglu) mxAt(s0, total *ir.Value, ahead bool) mxSlots {
+	b, c := k.b, k.c
+	rn, f := k.rn, k.f
+	nb := f.Div(mxBlock).Named("block_cols")
+	t := mxSlots{slot: s0.Add(b.Arange(c.Knob("ROWS"))).Named("block")}
+	at := t.slot
+	if ahead {
+		at = rowsWithin(b, at, total)
+	}
+	var col *ir.Value
+	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
+		t.row, col = l.cell(at, roundUp(nb, l.tc).Named("padded_cols"))
+		t.ok = t.row.Lt(rn).And(col.Lt(nb))
+	} else {
+		t.row, col = at.Div(nb), at.Rem(nb)
+		t.ok = at.Lt(rn.Mul(nb))
+	}
+	t.row, t.ok = t.row.Named("block_row"), t.ok.And(t.slot.Lt(total)).Named("block_ok")
+	t.stored = t.slot.Lt(total).Named("slot_ok")
+	lane := b.Arange(mxBlock).Row()
+	base := t.row.Mul(f.Mul(2)).Named("h_row")
+	if c.Opt("layout") == "interleaved" {
+		t.gate = base.Add(col.Mul(2 * mxBlock)).MultipleOf(2 * mxBlock).Col().Add(lane.Mul(2))
+		t.up = t.gate.Add(1)
+	} else {
+		t.gate = base.Add(col.Mul(mxBlock)).MultipleOf(mxBlock).Col().Add(lane)
+		t.up = t.gate.Add(f)
+	}
+	t.gate, t.up = t.gate.Named("offs_g"), t.up.Named("offs_u")
+	t.out = t.row.Mul(f).Add(col.Mul(mxBlock)).MultipleOf(mxBlock).Col().Add(lane).Named("offs_y")
+	return t
+}
+
+// mxHalves loads the blocks' gate and up (bf16).
+func (k *swiglu) mxHalves(t mxSlots) []*ir.Value {
+	b, m := k.b, t.ok.Col()
+	return []*ir.Value{b.Load(b.PtrAdd(k.h, t.gate), m, 0).Named("gate"), b.Load(b.PtrAdd(k.h, t.up), m, 0).Named("up")}
+}
+
+// swigluMXKernel: ROWS MX blocks of y (32 columns of a row) a trip, as
+// the rows of a [ROWS, 32] tile, as mx_cast_rows takes x's: the blocks
+// in y's order, or under a tiled scale layout ROWS consecutive bytes of
+// the laid-out scales (the scale store contiguous; a padding byte's block
+// is past y, reads nothing and takes scale 0). A block's gate and up are
+// 32 columns of its row's halves (64 alternating values when
+// interleaved). One trip a program, or with PER_CU a loop over every
+// NumPrograms-th trip, which with PREFETCH loads the next trip's blocks
+// before it works on these (as rowLoop does for rows).
 func swigluMXKernel(b *ir.Builder, c *Call) {
 	k := newSwiglu(b, c)
 	yp := b.Param("y", ir.FP8(c.Format))
 	sc := b.Param("scale", ir.E8M0)
 	k.declareSizes()
 	rn, f := k.rn, k.f
-	nb := f.Div(mxBlock).Named("block_cols")
-	slot := b.ProgramID(0).Mul(c.Knob("ROWS")).Add(b.Arange(c.Knob("ROWS"))).Named("block")
-	var row, col, ok, stored *ir.Value // the block's row and block column; in y; scale written
+	nb := f.Div(mxBlock)
+	total := rn.Mul(nb)
 	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
-		nbp := roundUp(nb, l.tc).Named("padded_cols")
-		row, col = l.cell(slot, nbp)
-		ok = row.Lt(rn).And(col.Lt(nb))
-		stored = slot.Lt(roundUp(rn, l.tr).Mul(nbp)).Named("slot_ok")
-	} else {
-		row, col = slot.Div(nb), slot.Rem(nb)
-		ok = slot.Lt(rn.Mul(nb))
-		stored = ok
+		total = roundUp(rn, l.tr).Mul(roundUp(nb, l.tc))
 	}
-	row, col, ok = row.Named("block_row"), col.Named("block_col"), ok.Named("block_ok")
-	lane := b.Arange(mxBlock).Row()
-	base := row.Mul(f.Mul(2)).Named("h_row")
-	var gate, up *ir.Value
-	if c.Opt("layout") == "interleaved" {
-		gate = base.Add(col.Mul(2 * mxBlock)).MultipleOf(2 * mxBlock).Col().Add(lane.Mul(2))
-		up = gate.Add(1)
-	} else {
-		gate = base.Add(col.Mul(mxBlock)).MultipleOf(mxBlock).Col().Add(lane)
-		up = gate.Add(f)
+	total = total.Named("slots")
+	body := func(t mxSlots, halves []*ir.Value) {
+		s, _ := siluOf(b, halves[0].Cast(ir.F32).Named("g"))
+		y := s.Mul(halves[1].Cast(ir.F32).Named("u"))
+		if k.probs != nil {
+			y = y.Mul(b.Load(b.PtrAdd(k.probs, t.row), t.ok, 0).Named("prob").Col())
+		}
+		y = y.Named("y")
+		scale, recip := mxScales(b, c, y, 1)
+		b.Store(b.PtrAdd(yp, t.out), y.Mul(recip.Col()).Cast(ir.FP8(c.Format)).Named("q"), t.ok.Col())
+		b.Store(b.PtrAdd(sc, t.slot), scale.Cast(ir.E8M0), t.stored)
 	}
-	m := ok.Col()
-	g := b.Load(b.PtrAdd(k.h, gate.Named("offs_g")), m, 0).Cast(ir.F32).Named("g")
-	u := b.Load(b.PtrAdd(k.h, up.Named("offs_u")), m, 0).Cast(ir.F32).Named("u")
-	s, _ := siluOf(b, g)
-	y := s.Mul(u)
-	if k.probs != nil {
-		y = y.Mul(b.Load(b.PtrAdd(k.probs, row), ok, 0).Named("prob").Col())
+	nr := c.Knob("ROWS")
+	s0 := b.ProgramID(0).Mul(nr)
+	if c.Knob("PER_CU") == 0 {
+		t := k.mxAt(s0, total, false)
+		body(t, k.mxHalves(t))
+		return
 	}
-	y = y.Named("y")
-	scale, recip := mxScales(b, c, y, 1)
-	offs := row.Mul(f).Add(col.Mul(mxBlock)).MultipleOf(mxBlock).Col().Add(lane).Named("offs_y")
-	b.Store(b.PtrAdd(yp, offs), y.Mul(recip.Col()).Cast(ir.FP8(c.Format)).Named("q"), m)
-	b.Store(b.PtrAdd(sc, slot), scale.Cast(ir.E8M0), stored)
+	step := b.NumPrograms(0).Mul(nr).Named("step")
+	if c.Knob("PREFETCH") == 0 {
+		b.For(s0, total, step, nil, func(s0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			t := k.mxAt(s0.MultipleOf(nr), total, false)
+			body(t, k.mxHalves(t))
+			return nil
+		})
+		return
+	}
+	first := k.mxHalves(k.mxAt(s0.MultipleOf(nr), total, true))
+	b.For(s0, total, step, first, func(s0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		s0 = s0.MultipleOf(nr)
+		next := k.mxHalves(k.mxAt(s0.Add(step).MultipleOf(nr), total, true))
+		body(k.mxAt(s0, total, false), carried)
+		return next
+	})
 }
