@@ -506,10 +506,11 @@ func swigluMXGrid(slots string) [3]expr.Expr {
 // offsets[E-1]) is padding, with offsets and counts first clamped to
 // [0, R] (so that the sum cannot wrap, whatever they hold). A used row
 // is swiglu_probs' row; a padding row reads nothing (neither h nor
-// probs) and is written as swiglu_probs writes a row of zeros: y zero, a rowwise inv_scale of amax 0, nothing in
-// the tensorwise amax. The rule holds for any offsets and counts on the
-// device (no access past h, whatever they hold); on the host, Validate
-// holds them to their contract.
+// probs) and is written as swiglu_probs writes a row of zeros: y zero,
+// a rowwise inv_scale of amax 0, nothing in the tensorwise amax. The rule
+// holds for any offsets and counts on the device (no access past h,
+// whatever they hold); on the host, Validate holds them to their
+// contract.
 const groupedSwigluName = "grouped_swiglu_probs"
 
 var GroupedSwigluProbs = register(&Op{
