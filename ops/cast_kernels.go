@@ -142,18 +142,34 @@ func colTile(b *ir.Builder, c *Call, x, m, k, pm, pk *ir.Value) *ir.Value {
 // address past the tensor's rows, lest the index width have to cover it).
 func tileLoop(b *ir.Builder, start, end *ir.Value, step any, align int, prefetch bool, load func(r0 *ir.Value, ahead bool) *ir.Value,
 	inits []*ir.Value, body func(r0, tile *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	return tilesLoop(b, start, end, step, align, prefetch,
+		func(r0 *ir.Value, ahead bool) []*ir.Value {
+			if ahead {
+				return []*ir.Value{load(r0, true).Named("x_next")}
+			}
+			return []*ir.Value{load(r0, false)}
+		}, inits,
+		func(r0 *ir.Value, tiles, carried []*ir.Value) []*ir.Value { return body(r0, tiles[0], carried) })
+}
+
+// tilesLoop is tileLoop over trips that load several tiles (gate, up and
+// dy): load returns them, body takes them in that order.
+func tilesLoop(b *ir.Builder, start, end *ir.Value, step any, align int, prefetch bool, load func(r0 *ir.Value, ahead bool) []*ir.Value,
+	inits []*ir.Value, body func(r0 *ir.Value, tiles, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	if !prefetch {
 		return b.For(start, end, step, inits, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
 			r0 = r0.MultipleOf(align)
 			return body(r0, load(r0, false), carried)
 		})
 	}
-	out := b.For(start, end, step, append([]*ir.Value{load(start.MultipleOf(align), true).Named("x_next")}, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
+	first := load(start.MultipleOf(align), true)
+	n := len(first)
+	out := b.For(start, end, step, append(first, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
 		r0 = r0.MultipleOf(align)
-		next := load(r0.Add(step).MultipleOf(align), true).Named("x_next")
-		return append([]*ir.Value{next}, body(r0, carried[0], carried[1:])...)
+		next := load(r0.Add(step).MultipleOf(align), true)
+		return append(next, body(r0, carried[:n], carried[n:])...)
 	})
-	return out[1:]
+	return out[n:]
 }
 
 // rowsWithin is a tile's rows clamped into [0, end) for its addresses

@@ -142,21 +142,11 @@ func (k *swiglu) rowLoop(inits []*ir.Value, body func(t swigluRows, halves, carr
 		t := k.rowsAt(r0, false)
 		return body(t, k.loadHalves(t), inits)
 	}
-	rn, step := k.rn, b.NumPrograms(0).Mul(nr).Named("step")
-	if c.Knob("PREFETCH") == 0 {
-		return b.For(r0, rn, step, inits, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
-			t := k.rowsAt(r0.MultipleOf(nr), false)
-			return body(t, k.loadHalves(t), carried)
+	return tilesLoop(b, r0, k.rn, b.NumPrograms(0).Mul(nr).Named("step"), nr, c.Knob("PREFETCH") == 1,
+		func(r0 *ir.Value, ahead bool) []*ir.Value { return k.loadHalves(k.rowsAt(r0, ahead)) }, inits,
+		func(r0 *ir.Value, halves, carried []*ir.Value) []*ir.Value {
+			return body(k.rowsAt(r0, false), halves, carried)
 		})
-	}
-	first := k.loadHalves(k.rowsAt(r0.MultipleOf(nr), true))
-	n := len(first)
-	out := b.For(r0, rn, step, append(first, inits...), func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		r0 = r0.MultipleOf(nr)
-		next := k.loadHalves(k.rowsAt(r0.Add(step).MultipleOf(nr), true))
-		return append(next, body(k.rowsAt(r0, false), carried[:n], carried[n:])...)
-	})
-	return out[n:]
 }
 
 // y is each tile's y = (silu(gate) · up) · prob in f32.
@@ -461,20 +451,10 @@ func swigluMXKernel(b *ir.Builder, c *Call) {
 		body(t, k.mxHalves(t))
 		return
 	}
-	step := b.NumPrograms(0).Mul(nr).Named("step")
-	if c.Knob("PREFETCH") == 0 {
-		b.For(s0, total, step, nil, func(s0 *ir.Value, _ []*ir.Value) []*ir.Value {
-			t := k.mxAt(s0.MultipleOf(nr), total, false)
-			body(t, k.mxHalves(t))
+	tilesLoop(b, s0, total, b.NumPrograms(0).Mul(nr).Named("step"), nr, c.Knob("PREFETCH") == 1,
+		func(s0 *ir.Value, ahead bool) []*ir.Value { return k.mxHalves(k.mxAt(s0, total, ahead)) }, nil,
+		func(s0 *ir.Value, halves, _ []*ir.Value) []*ir.Value {
+			body(k.mxAt(s0, total, false), halves)
 			return nil
 		})
-		return
-	}
-	first := k.mxHalves(k.mxAt(s0.MultipleOf(nr), total, true))
-	b.For(s0, total, step, first, func(s0 *ir.Value, carried []*ir.Value) []*ir.Value {
-		s0 = s0.MultipleOf(nr)
-		next := k.mxHalves(k.mxAt(s0.Add(step).MultipleOf(nr), total, true))
-		body(k.mxAt(s0, total, false), carried)
-		return next
-	})
 }

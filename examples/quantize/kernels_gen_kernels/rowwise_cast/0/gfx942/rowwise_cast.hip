@@ -92,11 +92,11 @@ extern "C" __global__ void __launch_bounds__(64) rowwise_cast_762a38f0(const uin
   const int tid = threadIdx.x;
   const int t0 = tid * 8;
   const bool m0 = tid < 1;
-  // cast_kernels.go:151
+  // cast_kernels.go:165
   const int t1 = (int)blockIdx.x;
   // cast_kernels.go:36
   const bool row_ok = t1 < M;
-  // cast_kernels.go:163
+  // cast_kernels.go:179
   const int t2 = M - 1;
   const int rows_in = max(min(t1, t2), 0);
   // cast_kernels.go:44
@@ -125,18 +125,18 @@ extern "C" __global__ void __launch_bounds__(64) rowwise_cast_762a38f0(const uin
       x_next[r + 7] = (uint16_t)(w.w >> 16);
     }
   }
-  // cast_kernels.go:151
+  // cast_kernels.go:167
   uint16_t x_next1[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) x_next1[r] = x_next[r];
   for (int i = (int)blockIdx.x; i < M; i += (int)gridDim.x) {
-    // cast_kernels.go:152
+    // cast_kernels.go:168
     const int t4 = i;
-    // cast_kernels.go:153
+    // cast_kernels.go:169
     const int t5 = t4 + (int)gridDim.x;
     // cast_kernels.go:36
     const bool row_ok1 = t5 < M;
-    // cast_kernels.go:163
+    // cast_kernels.go:179
     const int rows_in1 = max(min(t5, t2), 0);
     // cast_kernels.go:44
     const int t6 = rows_in1 * K;
@@ -190,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(64) rowwise_cast_762a38f0(const uin
     }
     // cast_kernels.go:53
     if (row_ok2 && m0) *(inv_scale + t4) = 1.0f / scale;
-    // cast_kernels.go:151
+    // cast_kernels.go:167
     #pragma unroll
     for (int r = 0; r < 64; ++r) x_next1[r] = x_next2[r];
   }

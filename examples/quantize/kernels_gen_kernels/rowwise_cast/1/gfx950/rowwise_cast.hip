@@ -95,11 +95,11 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_b4b8129c(const ui
   const bool m0 = tid % 64 == 0;
   const int t1 = tid / 64 * 4;
   const bool m1 = tid < 1;
-  // cast_kernels.go:151
+  // cast_kernels.go:165
   const int t2 = (int)blockIdx.x;
   // cast_kernels.go:36
   const bool row_ok = t2 < M;
-  // cast_kernels.go:163
+  // cast_kernels.go:179
   const int t3 = M - 1;
   const int rows_in = max(min(t2, t3), 0);
   // cast_kernels.go:44
@@ -128,18 +128,18 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_b4b8129c(const ui
       x_next[r + 7] = (uint16_t)(w.w >> 16);
     }
   }
-  // cast_kernels.go:151
+  // cast_kernels.go:167
   uint16_t x_next1[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) x_next1[r] = x_next[r];
   for (int i = (int)blockIdx.x; i < M; i += (int)gridDim.x) {
-    // cast_kernels.go:152
+    // cast_kernels.go:168
     const int t5 = i;
-    // cast_kernels.go:153
+    // cast_kernels.go:169
     const int t6 = t5 + (int)gridDim.x;
     // cast_kernels.go:36
     const bool row_ok1 = t6 < M;
-    // cast_kernels.go:163
+    // cast_kernels.go:179
     const int rows_in1 = max(min(t6, t3), 0);
     // cast_kernels.go:44
     const int t7 = rows_in1 * K;
@@ -198,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_b4b8129c(const ui
     }
     // cast_kernels.go:53
     if (row_ok2 && m1) *(inv_scale + t5) = 1.0f / scale;
-    // cast_kernels.go:151
+    // cast_kernels.go:167
     #pragma unroll
     for (int r = 0; r < 64; ++r) x_next1[r] = x_next2[r];
   }

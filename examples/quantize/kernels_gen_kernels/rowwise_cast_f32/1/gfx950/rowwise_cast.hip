@@ -94,11 +94,11 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_323c86bf(const fl
   const bool m0 = tid % 64 == 0;
   const int t1 = tid / 64 * 4;
   const bool m1 = tid < 1;
-  // cast_kernels.go:151
+  // cast_kernels.go:165
   const int t2 = (int)blockIdx.x;
   // cast_kernels.go:36
   const bool row_ok = t2 < M;
-  // cast_kernels.go:163
+  // cast_kernels.go:179
   const int t3 = M - 1;
   const int rows_in = max(min(t2, t3), 0);
   // cast_kernels.go:44
@@ -123,18 +123,18 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_323c86bf(const fl
       x_next[r + 3] = __uint_as_float(w.w);
     }
   }
-  // cast_kernels.go:151
+  // cast_kernels.go:167
   float xf[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) xf[r] = x_next[r];
   for (int i = (int)blockIdx.x; i < M; i += (int)gridDim.x) {
-    // cast_kernels.go:152
+    // cast_kernels.go:168
     const int t5 = i;
-    // cast_kernels.go:153
+    // cast_kernels.go:169
     const int t6 = t5 + (int)gridDim.x;
     // cast_kernels.go:36
     const bool row_ok1 = t6 < M;
-    // cast_kernels.go:163
+    // cast_kernels.go:179
     const int rows_in1 = max(min(t6, t3), 0);
     // cast_kernels.go:44
     const int t7 = rows_in1 * K;
@@ -185,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(256) rowwise_cast_323c86bf(const fl
     }
     // cast_kernels.go:53
     if (row_ok2 && m1) *(inv_scale + t5) = 1.0f / scale;
-    // cast_kernels.go:151
+    // cast_kernels.go:167
     #pragma unroll
     for (int r = 0; r < 64; ++r) xf[r] = x_next1[r];
   }
