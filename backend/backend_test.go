@@ -32,6 +32,19 @@ func openGPU(t *testing.T) *GPU {
 	return g
 }
 
+// prepared prepares p on the GPU over in and its outputs (all: both;
+// out: the outputs alone, the same tensors), freed when t ends.
+func prepared(t *testing.T, g *GPU, p *ops.Plan, in map[string]*ops.Tensor) (pr *Prepared, all, out map[string]*ops.Tensor) {
+	t.Helper()
+	all, out = p.WithOutputs(in)
+	pr, err := g.Prepare(context.Background(), p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pr.Free)
+	return pr, all, out
+}
+
 // runTwice runs p on the GPU from in twice — one prepared plan launched
 // again, as timing does, its scratch reset and its outputs poisoned with a
 // different byte each time — and fails unless both runs wrote the same
@@ -245,12 +258,7 @@ func garbageOffsets(t *testing.T, g *GPU, s schedule.Params) {
 		t.Fatal(err)
 	}
 	in := ops.Inputs(p.Call, 1, false)
-	all, _ := p.WithOutputs(in)
-	pr, err := g.Prepare(context.Background(), p, all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Free()
+	pr, all, _ := prepared(t, g, p, in)
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := range 50 {
 		offs := make([]int32, 6)
@@ -309,12 +317,7 @@ func TestGPUSwigluGarbageOffsets(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := ops.Inputs(p.Call, 1, true)
-			all, _ := p.WithOutputs(in)
-			pr, err := g.Prepare(context.Background(), p, all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pr.Free()
+			pr, all, out := prepared(t, g, p, in)
 			r := rand.New(rand.NewPCG(9, 10))
 			for range 30 {
 				for _, name := range []string{"offsets", "counts"} {
@@ -336,11 +339,7 @@ func TestGPUSwigluGarbageOffsets(t *testing.T) {
 				if err := pr.Download(all); err != nil {
 					t.Fatal(err)
 				}
-				got := map[string]*ops.Tensor{}
-				for _, spec := range p.Call.SpecsOf(ops.Output) {
-					got[spec.Name] = all[spec.Name]
-				}
-				if _, err := p.CheckOutputs(in, got); err != nil {
+				if _, err := p.CheckOutputs(in, out); err != nil {
 					t.Errorf("offsets %v, counts %v: %v", in["offsets"].Ints(), in["counts"].Ints(), err)
 				}
 			}
@@ -433,12 +432,7 @@ func TestGPUTimeFlushed(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := ops.Inputs(p.Call, 3, false)
-	all, out := p.WithOutputs(in)
-	pr, err := g.Prepare(context.Background(), p, all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Free()
+	pr, _, out := prepared(t, g, p, in)
 	small, err := g.Dev.Alloc(4096)
 	if err != nil {
 		t.Fatal(err)
