@@ -643,8 +643,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ops/cast_kernels.go",
-		old:    "return append([]*ir.Value{next}, body(r0, carried[0], carried[1:])...)",
-		new:    "return append([]*ir.Value{next}, body(r0, next, carried[1:])...)",
+		old:    "return append(next, body(r0, carried[:n], carried[n:])...)",
+		new:    "return append(next, body(r0, next, carried[n:])...)",
 		pkgs:   []string{"./ops"},
 		tests:  "TestRowwisePersistentTrips",
 		reason: "a prefetching loop works on the tile it loaded for the next trip, not this one",
