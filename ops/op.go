@@ -66,6 +66,12 @@ type Arg struct {
 	// run, Status turns its contents into an error naming the violation,
 	// or nil.
 	Status func(c *Call, data []byte) error
+	// Rows, if set, says that an output's kernels write only its leading
+	// rows, as many as Rows reads from the outputs (a capacity known from
+	// the sizes, filled as far as device-side counts say: no host sync);
+	// the rows past them keep what the buffer held. Checks and the
+	// determinism test hold only the written rows.
+	Rows func(c *Call, out map[string]*Tensor) int
 }
 
 // Present reports whether the tensor exists under the call's options.
@@ -272,6 +278,10 @@ type Op struct {
 	// Validate, if set, checks inputs on the host before a launch and
 	// names the first bad element.
 	Validate func(c *Call, in map[string]*Tensor) error
+	// Bytes, if set, is the ideal traffic at these inputs, for an op whose
+	// outputs are filled as far as the inputs say (Arg.Rows): IdealBytes
+	// counts its outputs' whole capacity.
+	Bytes func(c *Call, in map[string]*Tensor) int
 	// Tests are the shapes the generic tests run the op at; Goldens the
 	// variants the golden files hold beyond the defaults.
 	Tests   Tests
@@ -1162,6 +1172,37 @@ func (c *Call) IdealBytes() int {
 	return n
 }
 
+// BytesFor is the ideal traffic at inputs in: Op.Bytes where the op's
+// traffic depends on them, IdealBytes otherwise.
+func (c *Call) BytesFor(in map[string]*Tensor) int {
+	if c.Op.Bytes != nil && in != nil {
+		return c.Op.Bytes(c, in)
+	}
+	return c.IdealBytes()
+}
+
+// Written is out with each output that Arg.Rows bounds cut to the rows
+// its kernels write, counted in counts (nil: out's own). Other tensors
+// are out's.
+func (c *Call) Written(out, counts map[string]*Tensor) map[string]*Tensor {
+	if counts == nil {
+		counts = out
+	}
+	cut := maps.Clone(out)
+	for _, a := range c.Op.Tensors {
+		t := out[a.Name]
+		if a.Rows == nil || t == nil || !a.Present(c.Options) || len(t.Shape) == 0 {
+			continue
+		}
+		rows := min(max(a.Rows(c, counts), 0), t.Shape[0])
+		row := t.Elems() / max(t.Shape[0], 1) * t.DType.Bytes()
+		sp := t.Spec
+		sp.Shape = append([]int{rows}, t.Shape[1:]...)
+		cut[a.Name] = &Tensor{Spec: sp, Data: t.Data[:rows*row]}
+	}
+	return cut
+}
+
 // CeilingPct is the percentage of copy bandwidth the op can reach.
 func (c *Call) CeilingPct() float64 {
 	v, err := c.Op.Ceiling.Eval(c.env())
@@ -1207,7 +1248,8 @@ func (c *Call) CheckOutputs(in, got map[string]*Tensor) (exact bool, err error) 
 // Check holds got to the reference, as CheckOutputs says.
 func (x *Expected) Check(got map[string]*Tensor) (exact bool, err error) {
 	c, allow := x.c, x.allow
-	want := maps.Clone(x.want)
+	// The rows the reference's counts say are written, in both.
+	want, got := c.Written(x.want, nil), c.Written(got, x.want)
 	for _, s := range c.SpecsOf(Scratch) {
 		if got[s.Name] == nil {
 			delete(want, s.Name)

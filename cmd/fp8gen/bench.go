@@ -157,12 +157,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		t, spec, _, err := timePlan(g, p, j, newSample(p.Call, *check), *warm, *iters)
+		smp := newSample(p.Call, *check)
+		t, spec, _, err := timePlan(g, p, j, smp, *warm, *iters)
 		if err != nil {
 			return err
 		}
 		sp := []string{spec}
-		bytes := p.IdealBytes()
+		bytes := p.BytesFor(smp.in)
 		// At the ceiling each part runs at its own: the step's ceiling is
 		// its bytes over the sum of the parts' times there.
 		ceilTime := float64(bytes) / p.CeilingPct()
@@ -402,7 +403,7 @@ func peerJobOf(j job, t *target.Target) (peerJob, error) {
 	if err != nil {
 		return peerJob{}, err
 	}
-	pj := peerJob{Op: j.op.Name, Shape: j.text, Sizes: j.shape, Options: c.Options, IdealBytes: c.IdealBytes()}
+	pj := peerJob{Op: j.op.Name, Shape: j.text, Sizes: j.shape, Options: c.Options, IdealBytes: c.BytesFor(ops.Inputs(c, 1, false))}
 	if c.Format != nil {
 		pj.FP8 = &c.Format.Name
 	}

@@ -274,7 +274,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if of.tuned {
 		sb.WriteString("  schedule from the tuning cache (fp8gen tune)\n")
 	}
-	bytes := p.IdealBytes()
+	bytes := p.BytesFor(in)
 	gbs := float64(bytes) / st.Elapsed.Seconds() / 1e9
 	fmt.Fprintf(&sb, "  time %v, %.3g GB/s over %d ideal bytes", st.Elapsed.Round(time.Microsecond), gbs, bytes)
 	if st.Compile > 0 || st.Hits > 0 {
