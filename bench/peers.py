@@ -283,6 +283,9 @@ QK_OPTIONS = {"order": ("bshd", "sbhd"), "rope": ("neox", "gptj"), "weight": ("b
 SWIGLU_OPTIONS = {"layout": ("split", "interleaved"), "probs": ("true", "false"), "fp8": ("e4m3", "e5m2"),
                   "pow2": ("false", "true")}
 
+MOE_SIZES = ("T", "H", "E", "TOPK", "PAD")
+EP_VALUES = ("8", "1", "2", "4", "16", "32")
+
 OPS = {
     "rowwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
     "tensorwise_cast": OpSpec(("M", "K"), CAST_OPTIONS, True),
@@ -302,6 +305,10 @@ OPS = {
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
     "swiglu_probs_mx": OpSpec(("R", "F"), {n: SWIGLU_OPTIONS[n] for n in ("layout", "probs", "fp8")} |
                               {n: MX_OPTIONS[n] for n in ("mx_round", "scales")}, True),
+    "moe_permute": OpSpec(MOE_SIZES, {**CAST_OPTIONS, "quant": ("rowwise", "none"), "probs": ("true", "false"),
+                                      "ep": EP_VALUES}, True),
+    "moe_unpermute": OpSpec(MOE_SIZES, {"ep": EP_VALUES, "probs": ("true", "false")}, False),
+    "moe_permute_bwd": OpSpec(MOE_SIZES, {"ep": EP_VALUES}, False),
     "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise"),
                                             "dy": ("bf16", "rowwise", "tensorwise")}, True),
 }
@@ -494,6 +501,13 @@ def input_specs(job):
         return [("w", (s["E"], s["K"], s["N"]), SHORT_DTYPES[o["in"]])]
     if op in GROUPED_CASTS:
         return [("x", (s["T"], s["K"]), SHORT_DTYPES[o["in"]]), ("offsets", (s["E"],), "int32")]
+    if op == "moe_permute":
+        specs = [("x", (s["T"], s["H"]), SHORT_DTYPES[o["in"]]), ("indices", (s["T"], s["TOPK"]), "int32")]
+        return specs + ([("probs", (s["T"], s["TOPK"]), "float32")] if o["probs"] == "true" else [])
+    if op in ("moe_unpermute", "moe_permute_bwd"):
+        rows = "expert_out" if op == "moe_unpermute" else "d_perm"
+        specs = [(rows, (moe_capacity(s), s["H"]), "bfloat16"), ("row_map", (s["T"], s["TOPK"]), "int32")]
+        return specs + ([("probs", (s["T"], s["TOPK"]), "float32")] if o.get("probs") == "true" else [])
     if op.startswith("swiglu_probs"):
         specs = [("h", (s["R"], 2 * s["F"]), "bfloat16")]
         if o["probs"] == "true":
@@ -577,6 +591,18 @@ def output_specs(job):
         r, nb = s["R"], s["F"] // MX_BLOCK
         n = {"rowmajor": None, "swizzled": swizzled_len, "gfx950": gfx950_len}[o["scales"]]
         return [("y", (r, s["F"]), q), ("scale", (n(r, nb),) if n else (r, nb), "uint8")]
+    if op == "moe_permute":
+        cap, e = moe_capacity(s), s["E"]
+        rows = [("out", (cap, s["H"]), SHORT_DTYPES[o["in"]])]
+        if o["quant"] == "rowwise":
+            rows = [("out", (cap, s["H"]), q), ("inv_scale", (cap,), "float32")]
+        if o["probs"] == "true":
+            rows += [("out_probs", (cap,), "float32")]
+        return rows + [("row_map", (s["T"], s["TOPK"]), "int32"), ("offsets", (e,), "int32"), ("counts", (e,), "int32")]
+    if op == "moe_unpermute":
+        return [("y", (s["T"], s["H"]), "bfloat16")]
+    if op == "moe_permute_bwd":
+        return [("d_x", (s["T"], s["H"]), "bfloat16")]
     if op == "swiglu_probs_bwd":
         dh = [("dh", (s["R"], 2 * s["F"]), "bfloat16")]
         if o["quant"] == "rowwise":
@@ -648,6 +674,11 @@ def group_sizes(t, e, rng):
         sizes[(g + 1) % e] += sizes[g]
         sizes[g] = 0
     return sizes
+
+
+def moe_capacity(s):
+    """The permuted rows' capacity: the most any routing fills."""
+    return s["T"] * s["TOPK"] + s["E"] * (s["PAD"] - 1)
 
 
 def cumulative(sizes):
@@ -1285,8 +1316,79 @@ def swiglu_train_step(job, compiled=None):
     return swiglu_probs_bwd
 
 
+def moe_routing(job, dev, gen):
+    """Each token's TOPK distinct experts of E·ep, uniformly; the rank's the
+    first E, the rest −1 (fp8gen's generator's rule, not its draws)."""
+    s = job["sizes"]
+    e, topk = s["E"], s["TOPK"]
+    g = max(e * int(job["options"]["ep"]), topk)
+    picks = torch.rand((s["T"], g), device=dev, generator=gen).argsort(dim=1)[:, :topk]
+    return torch.where(picks < e, picks, -1).to(torch.int32)
+
+
+def moe_layout(indices, e, pad):
+    """The plain-torch permute layout: a stable argsort of the routes' experts
+    (unrouted last), counts by bincount, each expert padded to a multiple of
+    pad. Returns (order, dest, counts, ends): the routes in permuted order,
+    each one's row (capacity, an extra row, for an unrouted one), and per
+    expert the routed count and padded end. No host sync."""
+    t, topk = indices.shape
+    flat = indices.reshape(-1).long()
+    key = torch.where(flat >= 0, flat, e)
+    order = torch.sort(key, stable=True).indices
+    counts = torch.bincount(key, minlength=e + 1)[:e]
+    padded = (counts + pad - 1) // pad * pad
+    ends = torch.cumsum(padded, 0)
+    first = torch.cumsum(counts, 0) - counts  # each expert's first place in order
+    ks = key[order]
+    cap = t * topk + e * (pad - 1)
+    ksafe = ks.clamp(max=e - 1)
+    dest = torch.where(ks < e, (ends - padded)[ksafe] + torch.arange(ks.numel(), device=ks.device) - first[ksafe], cap)
+    return order, dest, counts, ends
+
+
+def moe_peer(job):
+    """moe_permute: moe_layout, then index_select of the tokens' rows into a
+    zeroed capacity, then the rowwise quantization of that; moe_unpermute and
+    moe_permute_bwd: index_select of each route's row, weighted, summed over k."""
+    op, s, o = job["op"], job["sizes"], job["options"]
+    e, pad, topk, h = s["E"], s["PAD"], s["TOPK"], s["H"]
+    cap = moe_capacity(s)
+    if op == "moe_permute":
+        rowwise = o["quant"] == "rowwise"
+        quantize = quantizer(job) if rowwise else None
+
+        def moe_permute(x, indices, *probs):
+            order, dest, counts, ends = moe_layout(indices, e, pad)
+            out = x.new_zeros((cap + 1, h))
+            out.index_copy_(0, dest, x.index_select(0, order // topk))
+            row_map = torch.full((indices.numel() + 1,), -1, dtype=torch.long, device=x.device)
+            row_map.index_copy_(0, torch.where(dest < cap, order, indices.numel()), torch.where(dest < cap, dest, -1))
+            res = list(quantize(out[:cap].float(), "rowwise")) if rowwise else [out[:cap]]
+            if probs:
+                p = probs[0].new_zeros(cap + 1)
+                p.index_copy_(0, dest, probs[0].reshape(-1)[order])
+                res.append(p[:cap])
+            return tuple(res) + (row_map[:-1].view(indices.shape).int(), ends.int(), counts.int())
+
+        return Peer(moe_permute, compile_it(moe_permute),
+                    note="stable argsort of the experts, index_select into a zeroed capacity, then rowwise_cast's peer")
+
+    def moe_unpermute(rows, row_map, *probs):
+        rm = row_map.long()
+        got = rows.index_select(0, rm.clamp(min=0).reshape(-1)).view(rm.shape[0], topk, h).float()
+        w = (rm >= 0).float()
+        if probs:
+            w = w * probs[0]
+        return ((got * w[..., None]).sum(dim=1).to(torch.bfloat16),)
+
+    return Peer(moe_unpermute, compile_it(moe_unpermute))
+
+
 def make_peer(job):
     op = job["op"]
+    if op.startswith("moe_"):
+        return moe_peer(job)
     if op == "swiglu_probs":
         fwd = swiglu_forward(job)
         return Peer(fwd, compile_it(fwd))
@@ -1342,6 +1444,17 @@ def make_inputs(job, dev):
             d = s["D"]
             k = torch.arange(d // 2, dtype=torch.float64, device=dev)
             t = torch.pow(10000.0, -2.0 * k / d).to(dt)
+        elif name == "indices":
+            t = moe_routing(job, dev, gen)
+        elif name == "row_map":
+            idx = moe_routing(job, dev, gen)
+            order, dest, _, _ = moe_layout(idx, s["E"], s["PAD"])
+            rm = torch.full((idx.numel() + 1,), -1, dtype=torch.long, device=dev)
+            cap = moe_capacity(s)
+            rm.index_copy_(0, torch.where(dest < cap, order, idx.numel()), torch.where(dest < cap, dest, -1))
+            t = rm[:-1].view(idx.shape).to(dt)
+        elif name in ("expert_out", "d_perm"):
+            t = randn(shape).to(dt)
         elif name == "probs":
             t = torch.rand(shape, device=dev, generator=gen, dtype=torch.float32).to(dt)
         elif name == "dy" and dtype.startswith("float8"):

@@ -138,6 +138,11 @@ type amdCompiler struct {
 	defaultsOnly bool
 }
 
+// permuteSpills: with one token a trip (ROWS=1, rows of 2048 and more)
+// each of a trip's TOPK unrolled routes — expert, row, bounds — is the
+// same in every lane, held in SGPRs beside the experts' layout.
+const permuteSpills = "one token a trip: its TOPK unrolled routes' experts, rows and bounds are uniform, held in SGPRs"
+
 var amdCompilers = []amdCompiler{
 	{
 		name: "hipcc", arch: func(tg *target.Target) string { return tg.CheckArch }, compile: compileHIP,
@@ -146,6 +151,7 @@ var amdCompilers = []amdCompiler{
 		// (qk_norm_rope_dw, 52 against 28); 2026-12-07: ×0.35 (swiglu_probs,
 		// 57 against 165: its exp's chain of tiles counted as live at once).
 		regLo: 0.33, regHi: 2.0,
+		sgprSpills: map[string]spillAllow{"moe_permute": {58, permuteSpills}},
 		// hipcc holds the header path a ROCm install takes; clang, which
 		// compiles gfx942 as itself, checks every variant (and the test
 		// takes half the time).
@@ -162,6 +168,7 @@ var amdCompilers = []amdCompiler{
 			"grouped_cast":        {12, "the grouped loop's group bounds and addresses with odd sizes (none at the aligned ones)"},
 			"grouped_rowcol_cast": {23, "two passes over each group's rows with their bounds held"},
 			"grouped_mx_swizzle":  {64, "at 64-bit indices only (none at 32): the sizes and every uniform bound in SGPR pairs"},
+			"moe_permute":         {43, permuteSpills},
 		},
 		// 2026-12-06, gfx942 and gfx950: ×0.41 (rowwise_cast on gfx950, 111
 		// against 273) to ×2.14 (qk_norm_rope_dw on gfx942, 90 against 42);

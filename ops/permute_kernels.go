@@ -1,0 +1,257 @@
+package ops
+
+import "github.com/fp8gen/fp8gen/ir"
+
+// moeSizes are the permute's sizes, declared once a kernel.
+type moeSizes struct{ t, h, e, topk, pad *ir.Value }
+
+func declareMoE(b *ir.Builder) moeSizes {
+	return moeSizes{b.Size("T"), b.Size("H"), b.Size("E"), b.Size("TOPK"), b.Size("PAD")}
+}
+
+// routes is route k of the tokens toks (clamped into [0, T) for the
+// address; ok says which exist): its expert, in the index type, and
+// whether it is one of the rank's (in [0, E); any other value is −1).
+func (z moeSizes) routes(b *ir.Builder, idx, toks, ok *ir.Value, k int) (expert, routed, at *ir.Value) {
+	tn, ne, topk := z.t, z.e, z.topk
+	in := toks.Min(tn.Sub(1))
+	at = in.Mul(topk).Add(topk.Sub(1).Min(k)).Named("route")
+	expert = b.Index(b.Load(b.PtrAdd(idx, at), ok.And(topk.Gt(k)), -1)).Named("expert")
+	routed = expert.Ge(0).And(expert.Lt(ne)).And(ok).And(topk.Gt(k)).Named("routed")
+	return expert, routed, at
+}
+
+// moeCountKernel counts, for its block of BLOCK_T tokens, each expert's
+// routes into block_counts[block, :].
+func moeCountKernel(b *ir.Builder, c *Call) {
+	idx := b.Param("indices", ir.I32)
+	bc := b.Param("block_counts", ir.I32)
+	z := declareMoE(b)
+	tn, ne := z.t, z.e
+	bt := c.Knob("BLOCK_T")
+	experts := b.Arange(c.Knob("BLOCK_E")).Named("experts")
+	toks := b.ProgramID(0).Mul(bt).Add(b.Arange(bt)).Named("toks")
+	var n *ir.Value
+	for k := range c.Knob("TOPKB") {
+		g, routed, _ := z.routes(b, idx, toks, toks.Lt(tn), k)
+		hits := b.Where(g.Col().Eq(experts.Row()).And(routed.Col()), b.Int(1), b.Int(0)).Reduce(0, ir.RSum)
+		if n == nil {
+			n = hits
+		} else {
+			n = n.Add(hits)
+		}
+	}
+	b.Store(b.PtrAdd(bc, b.ProgramID(0).Mul(ne).Add(experts)), n.Named("block_count").Cast(ir.I32), experts.Lt(ne))
+}
+
+// moeScanKernel, a program an expert, writes each block's routes before
+// it (block_base) and the expert's total (counts), permuteScanChunk blocks
+// a trip.
+func moeScanKernel(b *ir.Builder, c *Call) {
+	bc := b.Param("block_counts", ir.I32)
+	base := b.Param("block_base", ir.I32)
+	counts := b.Param("counts", ir.I32)
+	z := declareMoE(b)
+	tn, ne := z.t, z.e
+	g := b.ProgramID(0)
+	blocks := tn.CDiv(c.Knob("BLOCK_T")).Named("blocks")
+	j := b.Arange(permuteScanChunk)
+	before := j.Col().Gt(j.Row()) // row j sums the chunk's blocks j' < j
+	total := b.For(0, blocks, permuteScanChunk, []*ir.Value{b.Int(0).Named("total")}, func(j0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		bs := j0.Add(j).Named("block")
+		ok := bs.Lt(blocks)
+		at := bs.Min(blocks.Sub(1)).Mul(ne).Add(g)
+		n := b.Index(b.Load(b.PtrAdd(bc, at), ok, 0)).Named("n")
+		prefix := b.Where(before, n.Row(), 0).Reduce(1, ir.RSum)
+		b.Store(b.PtrAdd(base, at), carried[0].Add(prefix).Cast(ir.I32), ok)
+		return []*ir.Value{carried[0].Add(n.Reduce(0, ir.RSum))}
+	})
+	b.Store(b.PtrAdd(counts, g), total[0].Cast(ir.I32), nil)
+}
+
+// moePermuteKernel lays out the experts, then walks its block's tokens.
+func moePermuteKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	idx := b.Param("indices", ir.I32)
+	var probs, inv, outProbs *ir.Value
+	if c.Flag("probs") {
+		probs = b.Param("probs", ir.F32)
+	}
+	out := b.Param("out", c.DType("out"))
+	rowwise := c.Opt("quant") == "rowwise"
+	if rowwise {
+		inv = b.Param("inv_scale", ir.F32)
+	}
+	if probs != nil {
+		outProbs = b.Param("out_probs", ir.F32)
+	}
+	rowMap := b.Param("row_map", ir.I32)
+	offsets := b.Param("offsets", ir.I32)
+	counts := b.Param("counts", ir.I32)
+	base := b.Param("block_base", ir.I32)
+	z := declareMoE(b)
+	tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
+	bt, nr, bh := c.Knob("BLOCK_T"), c.Knob("ROWS"), c.Knob("BLOCK_H")
+	pid := b.ProgramID(0)
+
+	// The experts' rows: each padded to a multiple of PAD, one after
+	// another (program 0 writes their ends).
+	experts := b.Arange(c.Knob("BLOCK_E")).Named("experts")
+	eok := experts.Lt(ne)
+	// Every row lies below the capacity; the clamps (which valid counts
+	// never meet) bound the index arithmetic for the 32-bit form.
+	routes := tn.Mul(topk).Named("routes")
+	capRows := routes.Add(ne.Mul(pad.Sub(1))).Named("cap")
+	n := b.Index(b.Load(b.PtrAdd(counts, experts), eok, 0)).Max(0).Min(routes).Named("count")
+	padded := n.CDiv(pad).Mul(pad).Named("padded")
+	ends := b.Where(experts.Row().Le(experts.Col()), padded.Row(), 0).Reduce(1, ir.RSum).Named("ends")
+	starts := ends.Sub(padded).Named("starts")
+	b.Store(b.PtrAdd(offsets, experts), ends.Cast(ir.I32), eok.And(pid.Eq(0)))
+	next := starts.Add(b.Index(b.Load(b.PtrAdd(base, pid.Mul(ne).Add(experts)), eok, 0)).Max(0).Min(routes)).Named("next")
+
+	// The block's tokens, ROWS a trip, carrying each expert's next row.
+	t0 := pid.Mul(bt)
+	tEnd := t0.Add(bt).Min(tn).Named("block_end")
+	r := b.Arange(nr)
+	b.For(t0, tEnd, nr, []*ir.Value{next}, func(r0 *ir.Value, carried []*ir.Value) []*ir.Value {
+		next := carried[0].Max(0).Min(capRows)
+		toks := r0.Add(r).Named("toks")
+		ok := toks.Lt(tEnd)
+		in := toks.Min(tn.Sub(1))
+		var gs, routed, ats, dests []*ir.Value
+		for k := range c.Knob("TOPKB") {
+			g, rk, at := z.routes(b, idx, toks, ok, k)
+			gs, routed, ats = append(gs, g), append(routed, rk), append(ats, at)
+		}
+		// A route's row: its expert's next, plus the routes of this trip
+		// before it (earlier tokens, or this token's earlier k) to it.
+		taken := b.Full(next.Type.DType, 0, c.Knob("BLOCK_E"))
+		for k, g := range gs {
+			hot := g.Col().Eq(experts.Row()).And(routed[k].Col())
+			dest := b.Where(hot, next.Row(), 0).Reduce(1, ir.RMax) // one expert is hot, or none
+			for k2, g2 := range gs {
+				order := r.Col().Gt(r.Row()) // earlier tokens
+				if k2 < k {
+					order = r.Col().Ge(r.Row()) // and this one's
+				}
+				same := g.Col().Eq(g2.Row()).And(routed[k2].Row()).And(order)
+				dest = dest.Add(b.Where(same, b.Int(1), b.Int(0)).Reduce(1, ir.RSum))
+			}
+			dest = dest.Max(0).Min(capRows.Sub(1)).Named("dest")
+			dests = append(dests, dest)
+			taken = taken.Add(b.Where(hot, b.Int(1), b.Int(0)).Reduce(0, ir.RSum))
+			b.Store(b.PtrAdd(rowMap, ats[k]), b.Where(routed[k], dest, -1).Cast(ir.I32), ok.And(topk.Gt(k)))
+			if probs != nil {
+				p := b.Load(b.PtrAdd(probs, ats[k]), routed[k], 0).Named("prob")
+				b.Store(b.PtrAdd(outProbs, dest), p, routed[k])
+			}
+		}
+		// The tokens' rows, read once, quantized once, stored to each route.
+		var rows, masks []*ir.Value
+		for i := range c.Knob("TILES") {
+			cols := b.Add(i*bh, b.Arange(bh)).Named("cols")
+			masks = append(masks, cols.Lt(hn).Row())
+			offs := in.Col().Mul(hn).Add(cols.Row()).Named("offs_x")
+			rows = append(rows, b.Load(b.PtrAdd(x, offs), ok.Col().And(cols.Lt(hn).Row()), 0).Named("x"))
+		}
+		if rowwise {
+			var fs []*ir.Value
+			for _, v := range rows {
+				fs = append(fs, v.Cast(ir.F32))
+			}
+			s := scaleOf(b, rowAmax(b, fs), c)
+			for k, d := range dests {
+				b.Store(b.PtrAdd(inv, d), b.Div(1, s), routed[k])
+			}
+			for i, v := range fs {
+				rows[i] = v.Mul(s.Col()).Cast(ir.FP8(c.Format)).Named("q")
+			}
+		}
+		for k, d := range dests {
+			for i, v := range rows {
+				cols := b.Add(i*bh, b.Arange(bh))
+				b.Store(b.PtrAdd(out, d.Col().Mul(hn).Add(cols.Row())), v, routed[k].Col().And(masks[i]))
+			}
+		}
+		return []*ir.Value{next.Add(taken)}
+	})
+
+	// The padding rows of experts pid, pid + programs, …: zeros (and a
+	// row of zeros' inv_scale and probability).
+	var zeroInv *ir.Value
+	if rowwise {
+		zeroInv = b.Div(1, scaleOf(b, b.F32(0), c)).Named("zero_inv")
+	}
+	b.For(pid, ne, b.NumPrograms(0), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+		pick := func(v *ir.Value) *ir.Value { return b.Where(experts.Eq(g), v, 0).Reduce(0, ir.RSum) }
+		end := pick(ends).Named("end")
+		from := pick(starts).Add(pick(n)).Named("pad_from")
+		b.For(from, end, nr, nil, func(p0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			prow := p0.Add(r).Named("pad_rows")
+			pok := prow.Lt(end)
+			prow = prow.Max(0).Min(capRows.Sub(1))
+			for i := range c.Knob("TILES") {
+				cols := b.Add(i*bh, b.Arange(bh))
+				zero := b.Full(c.DType("out"), 0, nr, bh)
+				b.Store(b.PtrAdd(out, prow.Col().Mul(hn).Add(cols.Row())), zero, pok.Col().And(cols.Lt(hn).Row()))
+			}
+			if rowwise {
+				b.Store(b.PtrAdd(inv, prow), b.Splat(zeroInv, nr), pok)
+			}
+			if outProbs != nil {
+				b.Store(b.PtrAdd(outProbs, prow), b.Full(ir.F32, 0, nr), pok)
+			}
+			return nil
+		})
+		return nil
+	})
+}
+
+// unpermuteKernel sums each token's routes' rows (rows, row_map; probs
+// where the op has them) into grads.
+func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
+	return func(b *ir.Builder, c *Call) {
+		src := b.Param(rows, ir.BF16)
+		rowMap := b.Param("row_map", ir.I32)
+		var probs *ir.Value
+		if _, ok := c.Options["probs"]; ok && c.Flag("probs") {
+			probs = b.Param("probs", ir.F32)
+		}
+		dst := b.Param(grads, ir.BF16)
+		z := declareMoE(b)
+		tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
+		nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
+		capRows := tn.Mul(topk).Add(ne.Mul(pad.Sub(1))).Named("cap")
+		toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
+		ok := toks.Lt(tn)
+		in := toks.Min(tn.Sub(1))
+		var at, has, ps []*ir.Value
+		for k := range c.Knob("TOPKB") {
+			route := in.Mul(topk).Add(topk.Sub(1).Min(k))
+			r := b.Index(b.Load(b.PtrAdd(rowMap, route), ok.And(topk.Gt(k)), -1)).Named("row")
+			h := r.Ge(0).And(r.Lt(capRows)).And(ok).And(topk.Gt(k)).Named("has")
+			at, has = append(at, r.Max(0).Min(capRows.Sub(1)).Col().Mul(hn)), append(has, h)
+			if probs != nil {
+				ps = append(ps, b.Load(b.PtrAdd(probs, route), h, 0).Named("prob"))
+			}
+		}
+		b.For(0, hn, bh, nil, func(c0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			cols := c0.MultipleOf(bh).Add(b.Arange(bh)).Named("cols")
+			cm := cols.Lt(hn).Row()
+			acc := b.Full(ir.F32, 0, nr, bh)
+			for k := range at {
+				v := b.Load(b.PtrAdd(src, at[k].Add(cols.Row())), has[k].Col().And(cm), 0).Cast(ir.F32)
+				var term *ir.Value
+				if probs != nil {
+					term = b.FMA(ps[k].Col(), v, acc)
+				} else {
+					term = acc.Add(v)
+				}
+				// A route without a row adds nothing, not +0 (−0 + +0 is +0).
+				acc = b.Where(has[k].Col(), term, acc).Named("acc")
+			}
+			b.Store(b.PtrAdd(dst, in.Col().Mul(hn).Add(cols.Row())), acc.Cast(ir.BF16), ok.Col().And(cm))
+			return nil
+		})
+	}
+}
