@@ -167,6 +167,31 @@ var mutants = []mutant{
 		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^swiglu_probs_mx$/",
 		reason: "interleaved MX blocks: a block's 64 alternating values taken from half its offset",
 	},
+	// The MoE permute and its ways back.
+	{
+		file:   "ops/permute_kernels.go",
+		old:    "order = r.Col().Ge(r.Row()) // and this one's",
+		new:    "order = r.Col().Gt(r.Row()) // and this one's",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_permute$/",
+		reason: "a token routed twice to one expert: both routes take one row",
+	},
+	{
+		file:   "ops/permute_kernels.go",
+		old:    "from := pick(starts).Add(pick(n)).Named(\"pad_from\")",
+		new:    "from := pick(starts).Add(pick(n)).Add(1).Named(\"pad_from\")",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_permute$/",
+		reason: "an expert's first padding row left unwritten",
+	},
+	{
+		file:   "ops/permute_kernels.go",
+		old:    "acc = b.Where(has[k].Col(), term, acc).Named(\"acc\")",
+		new:    "acc = term.Named(\"acc\")",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_unpermute$/",
+		reason: "a route without a row adds +0: a sum of −0 comes back +0",
+	},
 	// The QK-norm kernels, held to their float64 references within an allowance.
 	{
 		file:   "ops/qknorm_kernels.go",
