@@ -77,7 +77,7 @@ func runTwice(t *testing.T, g *GPU, p *ops.Plan, in map[string]*ops.Tensor) map[
 	}
 	pr.Free()
 	// Rows past an output's written ones keep each run's poison.
-	w0, w1 := p.Written(outs[0], nil), p.Written(outs[1], outs[0])
+	w0, w1 := p.Written(outs[0], in, nil), p.Written(outs[1], in, outs[0])
 	for name, a := range w0 {
 		if b := w1[name]; !bytes.Equal(a.Data, b.Data) {
 			t.Errorf("%s: two runs of the same input wrote different bits (poison %#x vs %#x)", name, Poison, ^byte(Poison))

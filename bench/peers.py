@@ -309,6 +309,8 @@ OPS = {
                                       "ep": EP_VALUES}, True),
     "moe_unpermute": OpSpec(MOE_SIZES, {"ep": EP_VALUES, "probs": ("true", "false")}, False),
     "moe_permute_bwd": OpSpec(MOE_SIZES, {"ep": EP_VALUES}, False),
+    "moe_unpermute_bwd": OpSpec(MOE_SIZES, {"fp8": ("e5m2", "e4m3"), "pow2": ("false", "true"), "quant": ("rowwise", "none"),
+                                            "probs": ("true", "false"), "ep": EP_VALUES}, True),
     "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise"),
                                             "dy": ("bf16", "rowwise", "tensorwise")}, True),
 }
@@ -504,6 +506,11 @@ def input_specs(job):
     if op == "moe_permute":
         specs = [("x", (s["T"], s["H"]), SHORT_DTYPES[o["in"]]), ("indices", (s["T"], s["TOPK"]), "int32")]
         return specs + ([("probs", (s["T"], s["TOPK"]), "float32")] if o["probs"] == "true" else [])
+    if op == "moe_unpermute_bwd":
+        specs = [("dy", (s["T"], s["H"]), "bfloat16"), ("row_map", (s["T"], s["TOPK"]), "int32")]
+        if o["probs"] == "true":
+            specs += [("probs", (s["T"], s["TOPK"]), "float32"), ("expert_out", (moe_capacity(s), s["H"]), "bfloat16")]
+        return specs + [("offsets", (s["E"],), "int32"), ("counts", (s["E"],), "int32")]
     if op in ("moe_unpermute", "moe_permute_bwd"):
         rows = "expert_out" if op == "moe_unpermute" else "d_perm"
         specs = [(rows, (moe_capacity(s), s["H"]), "bfloat16"), ("row_map", (s["T"], s["TOPK"]), "int32")]
@@ -601,6 +608,12 @@ def output_specs(job):
         return rows + [("row_map", (s["T"], s["TOPK"]), "int32"), ("offsets", (e,), "int32"), ("counts", (e,), "int32")]
     if op == "moe_unpermute":
         return [("y", (s["T"], s["H"]), "bfloat16")]
+    if op == "moe_unpermute_bwd":
+        cap = moe_capacity(s)
+        rows = [("d_expert_out", (cap, s["H"]), "bfloat16")]
+        if o["quant"] == "rowwise":
+            rows = [("d_expert_out", (cap, s["H"]), q), ("inv_scale", (cap,), "float32")]
+        return rows + ([("d_probs", (s["T"], s["TOPK"]), "float32")] if o["probs"] == "true" else [])
     if op == "moe_permute_bwd":
         return [("d_x", (s["T"], s["H"]), "bfloat16")]
     if op == "swiglu_probs_bwd":
@@ -1374,6 +1387,28 @@ def moe_peer(job):
         return Peer(moe_permute, compile_it(moe_permute),
                     note="stable argsort of the experts, index_select into a zeroed capacity, then rowwise_cast's peer")
 
+    if op == "moe_unpermute_bwd":
+        rowwise = o["quant"] == "rowwise"
+        quantize = quantizer(job) if rowwise else None
+
+        def moe_unpermute_bwd(dy, row_map, *rest):
+            rm = row_map.long()
+            valid = rm >= 0
+            w = valid.float()
+            if len(rest) == 4:
+                w = w * rest[0]
+            g = dy.float()[:, None, :] * w[..., None]
+            d = dy.new_zeros((cap + 1, h), dtype=torch.float32)
+            d.index_copy_(0, torch.where(valid, rm, cap).reshape(-1), g.reshape(-1, h))
+            res = list(quantize(d[:cap], "rowwise")) if rowwise else [d[:cap].to(torch.bfloat16)]
+            if len(rest) == 4:
+                eo = rest[1].index_select(0, rm.clamp(min=0).reshape(-1)).view(rm.shape[0], topk, h).float()
+                res.append((dy.float()[:, None, :] * eo).sum(dim=-1) * valid)
+            return tuple(res)
+
+        return Peer(moe_unpermute_bwd, compile_it(moe_unpermute_bwd),
+                    note="probs · dy index_copy'd to each route's row of a zeroed capacity, then rowwise_cast's peer")
+
     def moe_unpermute(rows, row_map, *probs):
         rm = row_map.long()
         got = rows.index_select(0, rm.clamp(min=0).reshape(-1)).view(rm.shape[0], topk, h).float()
@@ -1430,11 +1465,21 @@ def make_inputs(job, dev):
         return torch.randn(shape, device=dev, generator=gen, dtype=torch.float32)
 
     s, o = job["sizes"], job["options"]
+    routes = []
+
+    def routed():  # one routing for every tensor made from it
+        if not routes:
+            routes.append(moe_routing(job, dev, gen))
+        return routes[0]
+
     out = []
     for name, shape, dtype in input_specs(job):
         dt = getattr(torch, dtype)
         if name in ("x", "w"):
             t = (randn(shape) * 3).to(dt)
+        elif name in ("offsets", "counts") and job["op"].startswith("moe_"):
+            _, _, counts, ends = moe_layout(routed(), s["E"], s["PAD"])
+            t = (ends if name == "offsets" else counts).to(dt)
         elif name == "offsets":
             ends = cumulative(group_sizes(s["T"], s["E"], rng))
             t = torch.tensor(ends, dtype=torch.int32, device=dev)
@@ -1445,9 +1490,9 @@ def make_inputs(job, dev):
             k = torch.arange(d // 2, dtype=torch.float64, device=dev)
             t = torch.pow(10000.0, -2.0 * k / d).to(dt)
         elif name == "indices":
-            t = moe_routing(job, dev, gen)
+            t = routed()
         elif name == "row_map":
-            idx = moe_routing(job, dev, gen)
+            idx = routed()
             order, dest, _, _ = moe_layout(idx, s["E"], s["PAD"])
             rm = torch.full((idx.numel() + 1,), -1, dtype=torch.long, device=dev)
             cap = moe_capacity(s)

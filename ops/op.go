@@ -67,11 +67,12 @@ type Arg struct {
 	// or nil.
 	Status func(c *Call, data []byte) error
 	// Rows, if set, says that an output's kernels write only its leading
-	// rows, as many as Rows reads from the outputs (a capacity known from
-	// the sizes, filled as far as device-side counts say: no host sync);
+	// rows, as many as Rows reads from the tensors (the inputs and the
+	// outputs: a capacity known from the sizes, filled as far as counts on
+	// the device say, with no host sync);
 	// the rows past them keep what the buffer held. Checks and the
 	// determinism test hold only the written rows.
-	Rows func(c *Call, out map[string]*Tensor) int
+	Rows func(c *Call, tensors map[string]*Tensor) int
 }
 
 // Present reports whether the tensor exists under the call's options.
@@ -1182,11 +1183,17 @@ func (c *Call) BytesFor(in map[string]*Tensor) int {
 }
 
 // Written is out with each output that Arg.Rows bounds cut to the rows
-// its kernels write, counted in counts (nil: out's own). Other tensors
-// are out's.
-func (c *Call) Written(out, counts map[string]*Tensor) map[string]*Tensor {
+// its kernels write, counted in the inputs in and the outputs counts (nil:
+// out's own). Other tensors are out's.
+func (c *Call) Written(out, in, counts map[string]*Tensor) map[string]*Tensor {
 	if counts == nil {
 		counts = out
+	}
+	counts = maps.Clone(counts)
+	for n, t := range in {
+		if _, ok := counts[n]; !ok {
+			counts[n] = t
+		}
 	}
 	cut := maps.Clone(out)
 	for _, a := range c.Op.Tensors {
@@ -1221,6 +1228,7 @@ type Allow struct{ Value, Slack []float64 }
 // depend on the schedule, so one serves every candidate of a shape.
 type Expected struct {
 	c     *Call
+	in    map[string]*Tensor
 	want  map[string]*Tensor
 	allow map[string]Allow
 }
@@ -1229,9 +1237,9 @@ type Expected struct {
 func (c *Call) Expect(in map[string]*Tensor) *Expected {
 	if c.Op.Expected != nil {
 		want, allow := c.Op.Expected(c, in)
-		return &Expected{c: c, want: want, allow: allow}
+		return &Expected{c: c, in: in, want: want, allow: allow}
 	}
-	x := &Expected{c: c, want: c.Op.Reference(c, in)}
+	x := &Expected{c: c, in: in, want: c.Op.Reference(c, in)}
 	if c.Op.Allowance != nil {
 		x.allow = c.Op.Allowance(c, in)
 	}
@@ -1249,7 +1257,7 @@ func (c *Call) CheckOutputs(in, got map[string]*Tensor) (exact bool, err error) 
 func (x *Expected) Check(got map[string]*Tensor) (exact bool, err error) {
 	c, allow := x.c, x.allow
 	// The rows the reference's counts say are written, in both.
-	want, got := c.Written(x.want, nil), c.Written(got, x.want)
+	want, got := c.Written(x.want, x.in, nil), c.Written(got, x.in, x.want)
 	for _, s := range c.SpecsOf(Scratch) {
 		if got[s.Name] == nil {
 			delete(want, s.Name)

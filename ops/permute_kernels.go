@@ -255,3 +255,100 @@ func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
 		})
 	}
 }
+
+// unpermuteBwdKernel: ROWS tokens a program, dy's rows in registers; each
+// route's row is p · dy (quantized rowwise, or bf16) and its d_prob dy's
+// dot with the expert's row. Its programs also zero the padding rows,
+// expert e by program e mod the programs.
+func unpermuteBwdKernel(b *ir.Builder, c *Call) {
+	dy := b.Param("dy", ir.BF16)
+	rowMap := b.Param("row_map", ir.I32)
+	var probs, eo, inv, dprobs *ir.Value
+	if c.Flag("probs") {
+		probs, eo = b.Param("probs", ir.F32), b.Param("expert_out", ir.BF16)
+	}
+	offsets, counts := b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
+	dst := b.Param("d_expert_out", c.DType("d_expert_out"))
+	rowwise := c.Opt("quant") == "rowwise"
+	if rowwise {
+		inv = b.Param("inv_scale", ir.F32)
+	}
+	if probs != nil {
+		dprobs = b.Param("d_probs", ir.F32)
+	}
+	z := declareMoE(b)
+	tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
+	nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
+	capRows := tn.Mul(topk).Add(ne.Mul(pad.Sub(1))).Named("cap")
+	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
+	ok := toks.Lt(tn)
+	in := toks.Min(tn.Sub(1))
+	var cols, masks, ds []*ir.Value
+	for i := range c.Knob("TILES") {
+		cs := b.Add(i*bh, b.Arange(bh)).Named("cols")
+		cols, masks = append(cols, cs), append(masks, cs.Lt(hn).Row())
+		ds = append(ds, b.Load(b.PtrAdd(dy, in.Col().Mul(hn).Add(cs.Row())), ok.Col().And(masks[i]), 0).Cast(ir.F32).Named("dy"))
+	}
+	for k := range c.Knob("TOPKB") {
+		route := in.Mul(topk).Add(topk.Sub(1).Min(k)).Named("route")
+		r := b.Index(b.Load(b.PtrAdd(rowMap, route), ok.And(topk.Gt(k)), -1)).Named("row")
+		has := r.Ge(0).And(r.Lt(capRows)).And(ok).And(topk.Gt(k)).Named("has")
+		at := r.Max(0).Min(capRows.Sub(1)).Col().Mul(hn).Named("at")
+		gs := ds
+		if probs != nil {
+			p := b.Load(b.PtrAdd(probs, route), has, 0).Named("prob")
+			gs = nil
+			var dot *ir.Value
+			for i, d := range ds {
+				gs = append(gs, d.Mul(p.Col()).Named("g"))
+				e := b.Load(b.PtrAdd(eo, at.Add(cols[i].Row())), has.Col().And(masks[i]), 0).Cast(ir.F32)
+				part := d.Mul(e).Reduce(1, ir.RSum)
+				if dot == nil {
+					dot = part
+				} else {
+					dot = dot.Add(part)
+				}
+			}
+			b.Store(b.PtrAdd(dprobs, route), b.Where(has, dot, 0), ok.And(topk.Gt(k)))
+		}
+		var s *ir.Value
+		if rowwise {
+			s = scaleOf(b, rowAmax(b, gs), c)
+			b.Store(b.PtrAdd(inv, r.Max(0).Min(capRows.Sub(1))), b.Div(1, s), has)
+		}
+		for i, g := range gs {
+			v := g.Cast(ir.BF16)
+			if rowwise {
+				v = g.Mul(s.Col()).Cast(ir.FP8(c.Format))
+			}
+			b.Store(b.PtrAdd(dst, at.Add(cols[i].Row())), v, has.Col().And(masks[i]))
+		}
+	}
+
+	// The padding rows of experts pid, pid + programs, …: from an
+	// expert's first row plus its count to its end, both clamped into the
+	// capacity.
+	var zeroInv *ir.Value
+	if rowwise {
+		zeroInv = b.Div(1, scaleOf(b, b.F32(0), c)).Named("zero_inv")
+	}
+	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(capRows) }
+	b.For(b.ProgramID(0), ne, b.NumPrograms(0), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+		start := within(b.Load(b.PtrAdd(offsets, g.Sub(1).Max(0)), g.Gt(0), 0)).Named("start")
+		end := within(b.Load(b.PtrAdd(offsets, g), nil, 0)).Named("end")
+		from := start.Add(within(b.Load(b.PtrAdd(counts, g), nil, 0))).Named("pad_from")
+		b.For(from, end, nr, nil, func(r0 *ir.Value, _ []*ir.Value) []*ir.Value {
+			rows := r0.Add(b.Arange(nr)).Named("pad_rows")
+			rok := rows.Lt(end)
+			rows = rows.Min(capRows.Sub(1))
+			for i := range cols {
+				b.Store(b.PtrAdd(dst, rows.Col().Mul(hn).Add(cols[i].Row())), 0, rok.Col().And(masks[i]))
+			}
+			if rowwise {
+				b.Store(b.PtrAdd(inv, rows), b.Splat(zeroInv, nr), rok)
+			}
+			return nil
+		})
+		return nil
+	})
+}

@@ -138,3 +138,34 @@ func TestPermuteRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The backward's layout inputs are held to moe_permute's layout: a route
+// on a padding row, two routes on one row, or offsets that go back.
+func TestUnpermuteBwdBadLayout(t *testing.T) {
+	sh := Shape{"T": 6, "H": 8, "E": 2, "TOPK": 2, "PAD": 4}
+	p := permuteCall(t, MoEUnpermuteBwd, sh, Options{"ep": "1"})
+	fresh := func() map[string]*Tensor { return Inputs(p.Call, 1, false) }
+	in := fresh()
+	if err := MoEUnpermuteBwd.Validate(p.Call, in); err != nil {
+		t.Fatalf("moe_permute's own layout refused: %v", err)
+	}
+	offs, counts := in["offsets"].Ints(), in["counts"].Ints()
+	if counts[0] == offs[0] {
+		t.Fatalf("expert 0 has no padding row to name (offsets %v, counts %v)", offs, counts)
+	}
+	in["row_map"].SetBits(0, uint64(counts[0])) // expert 0's first padding row
+	if err := MoEUnpermuteBwd.Validate(p.Call, in); err == nil || !strings.Contains(err.Error(), "not a used row") {
+		t.Errorf("a route on a padding row: %v", err)
+	}
+	in = fresh()
+	rm := in["row_map"].Ints()
+	in["row_map"].SetBits(1, uint64(rm[0]))
+	if err := MoEUnpermuteBwd.Validate(p.Call, in); rm[0] >= 0 && (err == nil || !strings.Contains(err.Error(), "another route")) {
+		t.Errorf("two routes on row %d: %v", rm[0], err)
+	}
+	in = fresh()
+	in["offsets"].SetBits(1, 0)
+	if err := MoEUnpermuteBwd.Validate(p.Call, in); err == nil || !strings.Contains(err.Error(), "offsets[1] = 0") {
+		t.Errorf("offsets going back: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/internal/refnum"
@@ -206,4 +207,266 @@ func unpermuteRef(c *Call, in map[string]*Tensor, rows, grads string) map[string
 		}
 	})
 	return out
+}
+
+// moe_unpermute_bwd is moe_unpermute's gradient, returned in FP8 for the
+// experts' backward GEMMs: each route's row d_expert_out[row_map[t, k]] =
+// probs[t, k] · dy[t] (an f32 product, then quantized as rowwise_cast
+// quantizes a row: e5m2 by default, the HYBRID backward format; or bf16
+// with quant=none), and d_probs[t, k] = Σ_h dy[t, h] · expert_out[row, h],
+// f32 terms summed in the schedule's order (held within (H − 1)·2^−24 of
+// Σ|term| of the float64 sum), 0 for a route without a row. Without probs
+// (probs=false) each route's row is dy[t] and there is no d_probs. The
+// padding rows (each expert's rows past its counts, as offsets and counts
+// lay them out) are written as zeros with a row of zeros' inv_scale; rows
+// from offsets[E-1] on are not written. The host holds row_map to the
+// layout: every route's row within its expert's used rows, no two routes
+// on one row.
+//
+// One launch: ROWS tokens a program, dy's rows in registers, each route's
+// row scaled, quantized and stored, and its d_prob a reduction against the
+// expert's row; the programs also zero the padding rows, expert e by
+// program e mod the programs.
+var MoEUnpermuteBwd = register(&Op{
+	Name: "moe_unpermute_bwd",
+	Doc: "dy[T,H], row_map, probs, expert_out, offsets[E], counts[E] → d_expert_out[T·TOPK+E·(PAD−1),H] = probs·dy " +
+		"(fp8 rowwise or bf16), padding rows zero, d_probs[T,TOPK] = ⟨dy, expert_out[row]⟩",
+	Sizes: []string{"T", "H", "E", "TOPK", "PAD"},
+	Options: []Option{
+		{Name: "fp8", Doc: "fp8 family; the format itself comes from the target", Values: []string{"e5m2", "e4m3"}, Default: "e5m2"},
+		{Name: "pow2", Doc: "round scales down to powers of two", Values: []string{"false", "true"}, Default: "false"},
+		{Name: "quant", Doc: "d_expert_out rowwise fp8 with inv_scale, or bf16 (none)", Values: []string{"rowwise", "none"}, Default: "rowwise"},
+		{Name: "probs", Doc: "the forward weighted the routes by probs: scale by them and return d_probs", Values: []string{"true", "false"}, Default: "true"},
+		MoEUnpermute.Options[0],
+	},
+	Conflicts: []Conflict{
+		{When: "quant=none,fp8=e4m3", Why: "quant=none writes bf16: there is no FP8 format to choose"},
+		{When: "quant=none,pow2=true", Why: "quant=none writes bf16: there are no scales to round"},
+	},
+	Tensors: []Arg{
+		{Name: "dy", DType: "bf16", Shape: []expr.Expr{e("T"), e("H")}, Role: Input},
+		{Name: "row_map", DType: "i32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Input, Doc: "moe_permute's row_map"},
+		{Name: "probs", DType: "f32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Input, When: "probs=true"},
+		{Name: "expert_out", DType: "bf16", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Input, When: "probs=true", Doc: "the forward's input rows"},
+		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input, Doc: "moe_permute's offsets"},
+		{Name: "counts", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input, Doc: "moe_permute's counts"},
+		{Name: "d_expert_out", DType: "fp8", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=rowwise", Rows: permuteRows,
+			Doc: "each route's gradient row; rows from offsets[E-1] on are not written"},
+		{Name: "d_expert_out", DType: "bf16", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=none", Rows: permuteRows,
+			Doc: "each route's gradient row; rows from offsets[E-1] on are not written"},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e(permuteCap)}, Role: Output, When: "quant=rowwise", Rows: permuteRows},
+		{Name: "d_probs", DType: "f32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Output, When: "probs=true"},
+	},
+	Kernels: []*Kernel{
+		{Name: "moe_unpermute_bwd", Build: unpermuteBwdKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}},
+	},
+	Knobs: []schedule.Knob{
+		warpsKnob,
+		{Name: "ROWS", Doc: "tokens a program", Domain: schedule.Pow2("1", "64")},
+		{Name: "BLOCK_H", Doc: "columns per tile", Domain: schedule.Pow2("8", "16384")},
+		{Name: "TILES", Doc: "tiles a row, unrolled: the row is TILES · BLOCK_H columns wide", Domain: schedule.Range("1", "16")},
+		{Name: "TOPKB", Doc: "routes a token, unrolled (at least TOPK)", Domain: schedule.Pow2("1", "16")},
+	},
+	Constraints: []schedule.Constraint{
+		{Cond: e("TOPKB >= TOPK"), Why: "a program reads every route of its tokens: TOPKB must be at least TOPK"},
+		{Cond: e("TILES * BLOCK_H >= H"), Why: "a row's tiles (TILES · BLOCK_H) must cover H"},
+		{Cond: e("(TILES - 1) * BLOCK_H < H"), Why: "every tile of a row must hold a column"},
+		tileLimit("ROWS * BLOCK_H"),
+		{Cond: e("TILES * ROWS * BLOCK_H <= 32768"), Why: "a program holds at most 32768 columns of dy in registers"},
+		{Cond: e("cdiv(T, ROWS) <= 2147483647"), Why: "grid axis 0 (tokens) holds at most 2^31-1 programs"},
+	},
+	SizeRules: append(append([]schedule.Constraint(nil), unpermuteSizeRules...),
+		schedule.Constraint{Cond: e("H <= 32768"), Why: "H must be at most 32768 (a row is held in registers)"}),
+	Candidates: func() []Candidate {
+		var out []Candidate
+		for _, per := range []string{"16", "8", "32"} {
+			out = append(out, Candidate{
+				{"BLOCK_H", e("pow2ceil(H) <= 4096 ? pow2ceil(H) : 1024")},
+				{"TILES", e("cdiv(H, BLOCK_H)")},
+				{"WARPS", e("max(1, min(pow2ceil(cdiv(TILES * BLOCK_H, " + per + " * WAVE)), MAXBLOCK / WAVE))")},
+				{"ROWS", e("max(1, min(8, pow2ceil(cdiv(" + per + " * WAVE * WARPS, TILES * BLOCK_H))))")},
+				{"TOPKB", e("pow2ceil(TOPK)")},
+			})
+		}
+		return out
+	},
+	Ceiling:    e("100"),
+	Example:    MoEPermute.Example,
+	Bench:      MoEPermute.Bench,
+	Peers:      true,
+	FillInputs: unpermuteBwdInputs,
+	Validate:   checkUnpermuteBwd,
+	Bytes:      unpermuteBwdBytes,
+	AnyNaN:     true,
+	Tests: Tests{
+		Shapes:  unpermuteTests.Shapes,
+		GPU:     unpermuteTests.GPU,
+		Options: []Options{{"quant": "none"}, {"probs": "false", "fp8": "e4m3", "pow2": "true", "ep": "1"}},
+		Odd:     unpermuteTests.Odd,
+		Schedules: []schedule.Params{{"ROWS": 2, "BLOCK_H": 16, "TILES": 5, "WARPS": 1, "TOPKB": 4},
+			{"ROWS": 16, "BLOCK_H": 8, "TILES": 9, "WARPS": 2, "TOPKB": 8}},
+		Wide: unpermuteTests.Wide,
+	},
+	Goldens:  []Variant{{Name: "none", Options: Options{"quant": "none", "probs": "false"}}},
+	Expected: unpermuteBwdRef,
+})
+
+func unpermuteBwdInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
+	rowMap, counts, ends := permuteLayout(c, routing(c, r, adversarial))
+	for i, v := range rowMap {
+		in["row_map"].SetBits(i, uint64(uint32(int32(v))))
+	}
+	for g := range counts {
+		in["counts"].SetBits(g, uint64(counts[g]))
+		in["offsets"].SetBits(g, uint64(ends[g]))
+	}
+	eo := in["expert_out"]
+	if !adversarial || eo == nil {
+		return
+	}
+	used := make([]bool, eo.Shape[0])
+	for _, v := range rowMap {
+		if v >= 0 {
+			used[v] = true
+		}
+	}
+	h := c.Size("H")
+	for r, ok := range used {
+		if !ok {
+			for j := range h {
+				eo.Set(r*h+j, math.NaN())
+			}
+		}
+	}
+}
+
+// checkUnpermuteBwd holds offsets, counts and row_map to moe_permute's
+// layout: offsets nondecreasing within the capacity, each count within its
+// expert's rows, each route's row one of an expert's used rows, no row
+// twice (the padding kernel and the routes would race for it).
+func checkUnpermuteBwd(c *Call, in map[string]*Tensor) error {
+	if err := checkRowMap(c, in); err != nil {
+		return err
+	}
+	capRows := int64(c.Size("T")*c.Size("TOPK") + c.Size("E")*(c.Size("PAD")-1))
+	offs, counts := in["offsets"].Ints(), in["counts"].Ints()
+	owner := map[int64]bool{}
+	prev := int64(0)
+	for g := range offs {
+		if offs[g] < prev || offs[g] > capRows {
+			return fmt.Errorf("offsets[%d] = %d: want nondecreasing ends within [%d, %d]", g, offs[g], prev, capRows)
+		}
+		if counts[g] < 0 || counts[g] > offs[g]-prev {
+			return fmt.Errorf("counts[%d] = %d: expert %d holds %d rows", g, counts[g], g, offs[g]-prev)
+		}
+		prev = offs[g]
+	}
+	topk := c.Size("TOPK")
+	for i, r := range in["row_map"].Ints() {
+		if r < 0 {
+			continue
+		}
+		g := sort.Search(len(offs), func(i int) bool { return offs[i] > r }) // the expert holding row r
+		start := int64(0)
+		if g > 0 {
+			start = offs[g-1]
+		}
+		if g == len(offs) || r >= start+counts[g] {
+			return fmt.Errorf("row_map[%d, %d] = %d: not a used row of any expert (offsets and counts)", i/topk, i%topk, r)
+		}
+		if owner[r] {
+			return fmt.Errorf("row_map[%d, %d] = %d: a row another route also names", i/topk, i%topk, r)
+		}
+		owner[r] = true
+	}
+	return nil
+}
+
+func unpermuteBwdBytes(c *Call, in map[string]*Tensor) int {
+	h, ne := c.Size("H"), c.Size("E")
+	routes := 0
+	for _, v := range in["row_map"].Ints() {
+		if v >= 0 {
+			routes++
+		}
+	}
+	rows := int(in["offsets"].Ints()[ne-1])
+	per := h * c.DType("d_expert_out").Bytes()
+	if c.Opt("quant") == "rowwise" {
+		per += 4
+	}
+	n := c.Size("T")*h*2 + rows*per + in["row_map"].Bytes() + 2*ne*4
+	if c.Flag("probs") {
+		n += routes*h*2 + 2*in["probs"].Bytes() // expert_out's routed rows; probs and d_probs
+	}
+	return n
+}
+
+func unpermuteBwdRef(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]Allow) {
+	h, topk := c.Size("H"), c.Size("TOPK")
+	out := Tensors(c.SpecsOf(Output))
+	allow := map[string]Allow{}
+	dy, rm, probs, eo := in["dy"], in["row_map"].Ints(), in["probs"], in["expert_out"]
+	if probs != nil {
+		allow["d_probs"] = Allow{Value: make([]float64, len(rm)), Slack: make([]float64, len(rm))}
+	}
+	rowwise := c.Opt("quant") == "rowwise"
+	dst := out["d_expert_out"]
+	enc := refnum.Encoder(c.Format)
+	if rowwise {
+		offs, counts := in["offsets"].Ints(), in["counts"].Ints()
+		zero := 1 / refScale(0, c)
+		prev := int64(0)
+		for g := range offs {
+			for r := prev + counts[g]; r < offs[g]; r++ {
+				refnum.PutF32(out["inv_scale"].Data, int(r), zero)
+			}
+			prev = offs[g]
+		}
+	}
+	rowsParallel(c.Size("T"), h*topk, func(lo, hi, _ int) {
+		g := make([]float32, h)
+		for t := lo; t < hi; t++ {
+			for k := range topk {
+				i := t*topk + k
+				r := int(rm[i])
+				if r < 0 {
+					continue
+				}
+				p := float32(1)
+				if probs != nil {
+					p = float32(probs.Float(i))
+				}
+				var sum, abs float64
+				for j := range g {
+					d := refnum.BF16ToF32(uint16(dy.Bits(t*h + j)))
+					g[j] = d * p
+					if probs != nil {
+						term := float64(d * refnum.BF16ToF32(uint16(eo.Bits(r*h+j))))
+						sum, abs = sum+term, abs+math.Abs(term)
+					}
+				}
+				if probs != nil {
+					setRef(out["d_probs"], i, sum)
+					slack := float64(max(h-1, 0)) * abs / (1 << 24)
+					if abs > math.MaxFloat32 {
+						slack = math.Inf(1)
+					}
+					allow["d_probs"].Value[i], allow["d_probs"].Slack[i] = sum, slack
+				}
+				if !rowwise {
+					for j, v := range g {
+						dst.SetBits(r*h+j, uint64(refnum.BF16(v)))
+					}
+					continue
+				}
+				scale := refScale(refAmax(g), c)
+				for j, v := range g {
+					dst.Data[r*h+j] = enc(v * scale)
+				}
+				refnum.PutF32(out["inv_scale"].Data, r, 1/scale)
+			}
+		}
+	})
+	return out, allow
 }
