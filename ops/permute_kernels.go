@@ -9,6 +9,11 @@ func declareMoE(b *ir.Builder) moeSizes {
 	return moeSizes{b.Size("T"), b.Size("H"), b.Size("E"), b.Size("TOPK"), b.Size("PAD")}
 }
 
+// capacity is the permuted rows' capacity, T·TOPK + E·(PAD−1).
+func (z moeSizes) capacity() *ir.Value {
+	return z.t.Mul(z.topk).Add(z.e.Mul(z.pad.Sub(1))).Named("cap")
+}
+
 // routes is route k of the tokens toks (clamped into [0, T) for the
 // address; ok says which exist): its expert, in the index type, and
 // whether it is one of the rank's (in [0, E); any other value is −1).
@@ -219,9 +224,9 @@ func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
 		}
 		dst := b.Param(grads, ir.BF16)
 		z := declareMoE(b)
-		tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
+		tn, hn, topk := z.t, z.h, z.topk
 		nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
-		capRows := tn.Mul(topk).Add(ne.Mul(pad.Sub(1))).Named("cap")
+		capRows := z.capacity()
 		toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 		ok := toks.Lt(tn)
 		in := toks.Min(tn.Sub(1))
@@ -277,9 +282,9 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 		dprobs = b.Param("d_probs", ir.F32)
 	}
 	z := declareMoE(b)
-	tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
+	tn, hn, ne, topk := z.t, z.h, z.e, z.topk
 	nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
-	capRows := tn.Mul(topk).Add(ne.Mul(pad.Sub(1))).Named("cap")
+	capRows := z.capacity()
 	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 	ok := toks.Lt(tn)
 	in := toks.Min(tn.Sub(1))
