@@ -106,7 +106,7 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 	// Every row lies below the capacity; the clamps (which valid counts
 	// never meet) bound the index arithmetic for the 32-bit form.
 	routes := tn.Mul(topk).Named("routes")
-	capRows := routes.Add(ne.Mul(pad.Sub(1))).Named("cap")
+	capRows := z.capacity()
 	n := b.Index(b.Load(b.PtrAdd(counts, experts), eok, 0)).Max(0).Min(routes).Named("count")
 	padded := n.CDiv(pad).Mul(pad).Named("padded")
 	ends := b.Where(experts.Row().Le(experts.Col()), padded.Row(), 0).Reduce(1, ir.RSum).Named("ends")
@@ -181,35 +181,12 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 		return []*ir.Value{next.Add(taken)}
 	})
 
-	// The padding rows of experts pid, pid + programs, …: zeros (and a
-	// row of zeros' inv_scale and probability).
-	var zeroInv *ir.Value
-	if rowwise {
-		zeroInv = b.Div(1, scaleOf(b, b.F32(0), c)).Named("zero_inv")
-	}
-	b.For(pid, ne, b.NumPrograms(0), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+	// The padding rows: zeros (and a row of zeros' inv_scale and
+	// probability).
+	z.zeroPadding(b, c, func(g *ir.Value) (from, end *ir.Value) {
 		pick := func(v *ir.Value) *ir.Value { return b.Where(experts.Eq(g), v, 0).Reduce(0, ir.RSum) }
-		end := pick(ends).Named("end")
-		from := pick(starts).Add(pick(n)).Named("pad_from")
-		b.For(from, end, nr, nil, func(p0 *ir.Value, _ []*ir.Value) []*ir.Value {
-			prow := p0.Add(r).Named("pad_rows")
-			pok := prow.Lt(end)
-			prow = prow.Max(0).Min(capRows.Sub(1))
-			for i := range c.Knob("TILES") {
-				cols := b.Add(i*bh, b.Arange(bh))
-				zero := b.Full(c.DType("out"), 0, nr, bh)
-				b.Store(b.PtrAdd(out, prow.Col().Mul(hn).Add(cols.Row())), zero, pok.Col().And(cols.Lt(hn).Row()))
-			}
-			if rowwise {
-				b.Store(b.PtrAdd(inv, prow), b.Splat(zeroInv, nr), pok)
-			}
-			if outProbs != nil {
-				b.Store(b.PtrAdd(outProbs, prow), b.Full(ir.F32, 0, nr), pok)
-			}
-			return nil
-		})
-		return nil
-	})
+		return pick(starts).Add(pick(n)), pick(ends)
+	}, out, inv, outProbs)
 }
 
 // unpermuteKernel sums each token's routes' rows (rows, row_map; probs
@@ -224,18 +201,15 @@ func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
 		}
 		dst := b.Param(grads, ir.BF16)
 		z := declareMoE(b)
-		tn, hn, topk := z.t, z.h, z.topk
+		tn, hn := z.t, z.h
 		nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
-		capRows := z.capacity()
 		toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 		ok := toks.Lt(tn)
 		in := toks.Min(tn.Sub(1))
 		var at, has, ps []*ir.Value
 		for k := range c.Knob("TOPKB") {
-			route := in.Mul(topk).Add(topk.Sub(1).Min(k))
-			r := b.Index(b.Load(b.PtrAdd(rowMap, route), ok.And(topk.Gt(k)), -1)).Named("row")
-			h := r.Ge(0).And(r.Lt(capRows)).And(ok).And(topk.Gt(k)).Named("has")
-			at, has = append(at, r.Max(0).Min(capRows.Sub(1)).Col().Mul(hn)), append(has, h)
+			route, r, h := z.routeRow(b, rowMap, in, ok, k)
+			at, has = append(at, r.Col().Mul(hn)), append(has, h)
 			if probs != nil {
 				ps = append(ps, b.Load(b.PtrAdd(probs, route), h, 0).Named("prob"))
 			}
@@ -282,7 +256,7 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 		dprobs = b.Param("d_probs", ir.F32)
 	}
 	z := declareMoE(b)
-	tn, hn, ne, topk := z.t, z.h, z.e, z.topk
+	tn, hn := z.t, z.h
 	nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
 	capRows := z.capacity()
 	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
@@ -295,10 +269,8 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 		ds = append(ds, b.Load(b.PtrAdd(dy, in.Col().Mul(hn).Add(cs.Row())), ok.Col().And(masks[i]), 0).Cast(ir.F32).Named("dy"))
 	}
 	for k := range c.Knob("TOPKB") {
-		route := in.Mul(topk).Add(topk.Sub(1).Min(k)).Named("route")
-		r := b.Index(b.Load(b.PtrAdd(rowMap, route), ok.And(topk.Gt(k)), -1)).Named("row")
-		has := r.Ge(0).And(r.Lt(capRows)).And(ok).And(topk.Gt(k)).Named("has")
-		at := r.Max(0).Min(capRows.Sub(1)).Col().Mul(hn).Named("at")
+		route, r, has := z.routeRow(b, rowMap, in, ok, k)
+		at := r.Col().Mul(hn).Named("at")
 		gs := ds
 		if probs != nil {
 			p := b.Load(b.PtrAdd(probs, route), has, 0).Named("prob")
@@ -314,12 +286,12 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 					dot = dot.Add(part)
 				}
 			}
-			b.Store(b.PtrAdd(dprobs, route), b.Where(has, dot, 0), ok.And(topk.Gt(k)))
+			b.Store(b.PtrAdd(dprobs, route), b.Where(has, dot, 0), ok.And(z.topk.Gt(k)))
 		}
 		var s *ir.Value
 		if rowwise {
 			s = scaleOf(b, rowAmax(b, gs), c)
-			b.Store(b.PtrAdd(inv, r.Max(0).Min(capRows.Sub(1))), b.Div(1, s), has)
+			b.Store(b.PtrAdd(inv, r), b.Div(1, s), has)
 		}
 		for i, g := range gs {
 			v := g.Cast(ir.BF16)
@@ -330,30 +302,57 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 		}
 	}
 
-	// The padding rows of experts pid, pid + programs, …: from an
-	// expert's first row plus its count to its end, both clamped into the
-	// capacity.
+	// The padding rows: from an expert's first row plus its count to its
+	// end.
+	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(capRows) }
+	z.zeroPadding(b, c, func(g *ir.Value) (from, end *ir.Value) {
+		start := within(b.Load(b.PtrAdd(offsets, g.Sub(1).Max(0)), g.Gt(0), 0)).Named("start")
+		return start.Add(within(b.Load(b.PtrAdd(counts, g), nil, 0))), within(b.Load(b.PtrAdd(offsets, g), nil, 0))
+	}, dst, inv, nil)
+}
+
+// zeroPadding zeros the padding rows of experts pid, pid + programs, …:
+// rows [from, end) of expert g as bounds gives them (clamped into the
+// capacity), ROWS a trip, out's TILES·BLOCK_H columns, and where given a
+// row of zeros' inv_scale and a probability of 0.
+func (z moeSizes) zeroPadding(b *ir.Builder, c *Call, bounds func(g *ir.Value) (from, end *ir.Value), out, inv, probs *ir.Value) {
+	nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
+	capRows := z.capacity()
 	var zeroInv *ir.Value
-	if rowwise {
+	if inv != nil {
 		zeroInv = b.Div(1, scaleOf(b, b.F32(0), c)).Named("zero_inv")
 	}
-	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(capRows) }
-	b.For(b.ProgramID(0), ne, b.NumPrograms(0), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
-		start := within(b.Load(b.PtrAdd(offsets, g.Sub(1).Max(0)), g.Gt(0), 0)).Named("start")
-		end := within(b.Load(b.PtrAdd(offsets, g), nil, 0)).Named("end")
-		from := start.Add(within(b.Load(b.PtrAdd(counts, g), nil, 0))).Named("pad_from")
+	b.For(b.ProgramID(0), z.e, b.NumPrograms(0), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+		from, end := bounds(g)
+		from, end = from.Named("pad_from"), end.Named("end")
 		b.For(from, end, nr, nil, func(r0 *ir.Value, _ []*ir.Value) []*ir.Value {
 			rows := r0.Add(b.Arange(nr)).Named("pad_rows")
-			rok := rows.Lt(end)
-			rows = rows.Min(capRows.Sub(1))
-			for i := range cols {
-				b.Store(b.PtrAdd(dst, rows.Col().Mul(hn).Add(cols[i].Row())), 0, rok.Col().And(masks[i]))
+			ok := rows.Lt(end)
+			rows = rows.Max(0).Min(capRows.Sub(1))
+			for i := range c.Knob("TILES") {
+				cols := b.Add(i*bh, b.Arange(bh))
+				zero := b.Full(out.Type.DType.Elem(), 0, nr, bh) // a tile: its layout is the store's
+				b.Store(b.PtrAdd(out, rows.Col().Mul(z.h).Add(cols.Row())), zero, ok.Col().And(cols.Lt(z.h).Row()))
 			}
-			if rowwise {
-				b.Store(b.PtrAdd(inv, rows), b.Splat(zeroInv, nr), rok)
+			if inv != nil {
+				b.Store(b.PtrAdd(inv, rows), b.Splat(zeroInv, nr), ok)
+			}
+			if probs != nil {
+				b.Store(b.PtrAdd(probs, rows), b.Full(ir.F32, 0, nr), ok)
 			}
 			return nil
 		})
 		return nil
 	})
+}
+
+// routeRow is route k of the tokens in (ok says which exist): its index
+// into row_map and probs, its permuted row clamped into the capacity, and
+// whether it has one (a row outside [0, capacity) counts as −1).
+func (z moeSizes) routeRow(b *ir.Builder, rowMap, in, ok *ir.Value, k int) (route, row, has *ir.Value) {
+	capRows := z.capacity()
+	route = in.Mul(z.topk).Add(z.topk.Sub(1).Min(k)).Named("route")
+	r := b.Index(b.Load(b.PtrAdd(rowMap, route), ok.And(z.topk.Gt(k)), -1)).Named("row")
+	has = r.Ge(0).And(r.Lt(capRows)).And(ok).And(z.topk.Gt(k)).Named("has")
+	return route, r.Max(0).Min(capRows.Sub(1)), has
 }

@@ -131,13 +131,19 @@ func unpermuteInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Ten
 			rows = t
 		}
 	}
+	poisonUnrouted(rows, rowMap)
+}
+
+// poisonUnrouted fills the permuted rows no route reads (padding, and past
+// the used rows) with NaN: a kernel that read one would show it.
+func poisonUnrouted(rows *Tensor, rowMap []int64) {
 	used := make([]bool, rows.Shape[0])
 	for _, v := range rowMap {
 		if v >= 0 {
 			used[v] = true
 		}
 	}
-	h := c.Size("H")
+	h := rows.Shape[1]
 	for r, ok := range used {
 		if !ok {
 			for j := range h {
@@ -147,8 +153,13 @@ func unpermuteInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Ten
 	}
 }
 
+// permuteCapacity is the permuted rows' capacity, T·TOPK + E·(PAD−1).
+func permuteCapacity(c *Call) int64 {
+	return int64(c.Size("T")*c.Size("TOPK") + c.Size("E")*(c.Size("PAD")-1))
+}
+
 func checkRowMap(c *Call, in map[string]*Tensor) error {
-	rows := int64(c.Size("T")*c.Size("TOPK") + c.Size("E")*(c.Size("PAD")-1))
+	rows := permuteCapacity(c)
 	topk := c.Size("TOPK")
 	for i, v := range in["row_map"].Ints() {
 		if v < -1 || v >= rows {
@@ -324,20 +335,7 @@ func unpermuteBwdInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*
 	if !adversarial || eo == nil {
 		return
 	}
-	used := make([]bool, eo.Shape[0])
-	for _, v := range rowMap {
-		if v >= 0 {
-			used[v] = true
-		}
-	}
-	h := c.Size("H")
-	for r, ok := range used {
-		if !ok {
-			for j := range h {
-				eo.Set(r*h+j, math.NaN())
-			}
-		}
-	}
+	poisonUnrouted(eo, rowMap)
 }
 
 // checkUnpermuteBwd holds offsets, counts and row_map to moe_permute's
@@ -348,7 +346,7 @@ func checkUnpermuteBwd(c *Call, in map[string]*Tensor) error {
 	if err := checkRowMap(c, in); err != nil {
 		return err
 	}
-	capRows := int64(c.Size("T")*c.Size("TOPK") + c.Size("E")*(c.Size("PAD")-1))
+	capRows := permuteCapacity(c)
 	offs, counts := in["offsets"].Ints(), in["counts"].Ints()
 	owner := map[int64]bool{}
 	prev := int64(0)

@@ -178,8 +178,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ops/permute_kernels.go",
-		old:    "from := pick(starts).Add(pick(n)).Named(\"pad_from\")",
-		new:    "from := pick(starts).Add(pick(n)).Add(1).Named(\"pad_from\")",
+		old:    "from, end = from.Named(\"pad_from\"), end.Named(\"end\")",
+		new:    "from, end = from.Add(1).Named(\"pad_from\"), end.Named(\"end\")",
 		pkgs:   []string{"./ops"},
 		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_permute$/",
 		reason: "an expert's first padding row left unwritten",
