@@ -320,24 +320,25 @@ func readBytes(v *ir.Value) int {
 
 // opCost is the instructions one thread issues for v: one a register, a
 // memory access one a 16-byte vector, nothing for what the compiler folds
-// into addresses or immediates.
+// into addresses or immediates (the op table's Cost).
 func opCost(v *ir.Value) int {
-	regs := max(1, v.Type.Regs)
-	switch v.Op {
-	case ir.OpParam, ir.OpSize, ir.OpConst, ir.OpProgramID, ir.OpNumPrograms, ir.OpTid, ir.OpRegConst,
-		ir.OpArange, ir.OpSplat, ir.OpExpandDims, ir.OpBroadcast, ir.OpPtrAdd, ir.OpGatherRegs,
-		ir.OpLoopVar, ir.OpYield, ir.OpForResult, ir.OpFor, ir.OpIf:
+	switch v.Op.Cost() {
+	case ir.CostFree:
 		return 0
-	case ir.OpLDSCopy:
-		return max(1, (readBytes(v)+15)/16)
-	case ir.OpLoad, ir.OpStore, ir.OpAtomic, ir.OpLDSStore, ir.OpLDSLoad:
-		d := v.Type.DType
-		if v.Op == ir.OpStore || v.Op == ir.OpLDSStore {
-			if x := v.Args; len(x) > 1 {
-				d, regs = x[1].Type.DType, max(1, x[1].Type.Regs)
-			}
-		}
-		return max(1, (regs*max(1, d.Bytes())+15)/16)
+	case ir.CostVector:
+		return max(1, (movedBytes(v)+15)/16)
 	}
-	return regs
+	return max(1, v.Type.Regs)
+}
+
+// movedBytes is what a memory access moves: what it writes, what a copy's
+// pointers read, or what it reads.
+func movedBytes(v *ir.Value) int {
+	if v.Op.HasResult() {
+		return max(1, v.Type.Regs) * max(1, v.Type.DType.Bytes())
+	}
+	if x := v.Data(); x != nil {
+		return max(1, x.Type.Regs) * max(1, x.Type.DType.Bytes())
+	}
+	return readBytes(v)
 }

@@ -224,6 +224,15 @@ const (
 	Ends                         // ends its block (yield)
 )
 
+// Cost is how the cost model counts an op's instructions a thread.
+type Cost uint8
+
+const (
+	CostRegs   Cost = iota // one a register of its result
+	CostFree               // folded into addresses, immediates or control flow
+	CostVector             // one a 16-byte vector it moves between registers and memory
+)
+
 type opInfo struct {
 	name    string
 	roles   []Role // the last one repeats when variadic
@@ -236,6 +245,16 @@ type opInfo struct {
 	comm    bool // commutative
 	check   func(c *checker, v *Value) error
 	compare bool // result is bool
+	// placed: the value is its place (a parameter, a loop's variable or
+	// result), never merged with an equal value nor moved.
+	placed bool
+	// leaf: a scalar read from the launch alone (arguments, sizes, the
+	// grid, constants), the same in every thread and in every phase.
+	leaf bool
+	// move: the result is operand 0's values rearranged or copied, none
+	// computed.
+	move bool
+	cost Cost
 }
 
 var (
@@ -287,17 +306,17 @@ func init() { ops = opTable() }
 
 func opTable() [numOps]opInfo {
 	return [numOps]opInfo{
-		OpParam:       {name: "param", phase: all, result: true, attr: tName, check: checkParam},
-		OpSize:        {name: "size", phase: all, result: true, attr: tName, check: checkSize},
-		OpProgramID:   {name: "program_id", phase: all, result: true, attr: tAxis, check: checkGridAxis},
-		OpNumPrograms: {name: "num_programs", phase: all, result: true, attr: tAxis, check: checkGridAxis},
-		OpConst:       {name: "const", phase: all, result: true, attr: tConst, check: checkConst},
-		OpArange:      {name: "arange", phase: tiles, result: true, attr: tInt, check: checkArange},
-		OpSplat:       {name: "splat", roles: rX, phase: all, result: true, check: checkSplat},
-		OpExpandDims:  {name: "expand_dims", roles: rX, phase: tiles, result: true, attr: tAxis, check: checkSameElem},
-		OpBroadcast:   {name: "broadcast", roles: rX, phase: tiles, result: true, check: checkBroadcast},
-		OpTrans:       {name: "trans", roles: rX, phase: tiles, result: true, check: checkSameElem},
-		OpRotate:      {name: "rotate", roles: rX, phase: tiles, result: true, attr: tRotate, check: checkRotate},
+		OpParam:       {name: "param", placed: true, leaf: true, cost: CostFree, phase: all, result: true, attr: tName, check: checkParam},
+		OpSize:        {name: "size", placed: true, leaf: true, cost: CostFree, phase: all, result: true, attr: tName, check: checkSize},
+		OpProgramID:   {name: "program_id", leaf: true, cost: CostFree, phase: all, result: true, attr: tAxis, check: checkGridAxis},
+		OpNumPrograms: {name: "num_programs", leaf: true, cost: CostFree, phase: all, result: true, attr: tAxis, check: checkGridAxis},
+		OpConst:       {name: "const", leaf: true, cost: CostFree, phase: all, result: true, attr: tConst, check: checkConst},
+		OpArange:      {name: "arange", cost: CostFree, phase: tiles, result: true, attr: tInt, check: checkArange},
+		OpSplat:       {name: "splat", move: true, cost: CostFree, roles: rX, phase: all, result: true, check: checkSplat},
+		OpExpandDims:  {name: "expand_dims", move: true, cost: CostFree, roles: rX, phase: tiles, result: true, attr: tAxis, check: checkSameElem},
+		OpBroadcast:   {name: "broadcast", move: true, cost: CostFree, roles: rX, phase: tiles, result: true, check: checkBroadcast},
+		OpTrans:       {name: "trans", move: true, roles: rX, phase: tiles, result: true, check: checkSameElem},
+		OpRotate:      {name: "rotate", move: true, roles: rX, phase: tiles, result: true, attr: tRotate, check: checkRotate},
 
 		OpAdd:  arith("add", true),
 		OpSub:  arith("sub", false),
@@ -327,36 +346,36 @@ func opTable() [numOps]opInfo {
 		OpBitcast:   unary("bitcast", checkBitcast),
 		OpWhere:     {name: "where", roles: []Role{RoleCond, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkWhere},
 		OpFMA:       {name: "fma", roles: []Role{RoleX, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkFMA},
-		OpPtrAdd:    {name: "ptr_add", roles: []Role{RolePtr, RoleX}, phase: all, result: true, elem: true, check: checkPtrAdd},
-		OpAssume:    {name: "assume", roles: rX, phase: all, result: true, elem: true, attr: tAssume, check: checkAssume},
-		OpLoad:      {name: "load", roles: rLoad, phase: all, result: true, elem: true, attr: tMem, effect: ReadsMem, check: checkLoad},
-		OpStore:     {name: "store", roles: rRMW, phase: all, elem: true, attr: tMem, effect: WritesMem, check: checkStore},
-		OpAtomic:    {name: "atomic", roles: rRMW, phase: all, result: true, elem: true, attr: tAtomic, effect: ReadsMem | WritesMem, check: checkAtomic},
+		OpPtrAdd:    {name: "ptr_add", cost: CostFree, roles: []Role{RolePtr, RoleX}, phase: all, result: true, elem: true, check: checkPtrAdd},
+		OpAssume:    {name: "assume", move: true, roles: rX, phase: all, result: true, elem: true, attr: tAssume, check: checkAssume},
+		OpLoad:      {name: "load", cost: CostVector, roles: rLoad, phase: all, result: true, elem: true, attr: tMem, effect: ReadsMem, check: checkLoad},
+		OpStore:     {name: "store", cost: CostVector, roles: rRMW, phase: all, elem: true, attr: tMem, effect: WritesMem, check: checkStore},
+		OpAtomic:    {name: "atomic", cost: CostVector, roles: rRMW, phase: all, result: true, elem: true, attr: tAtomic, effect: ReadsMem | WritesMem, check: checkAtomic},
 		OpReduce:    {name: "reduce", roles: rX, phase: tiles, result: true, attr: tReduce, check: checkReduce},
-		OpFor:       {name: "for", roles: []Role{RoleLo, RoleHi, RoleStep, RoleInit}, vararg: true, phase: all, effect: Region, check: checkFor},
-		OpLoopVar:   {name: "loop_var", phase: all, result: true, attr: tInt},
-		OpYield:     {name: "yield", roles: []Role{RoleYield}, vararg: true, phase: all, effect: Ends},
-		OpForResult: {name: "for_result", roles: []Role{RoleLoop}, phase: all, result: true, attr: tInt, check: checkForResult},
-		OpIf:        {name: "if", roles: []Role{RoleCond}, phase: all, effect: Region, check: checkIf},
+		OpFor:       {name: "for", cost: CostFree, roles: []Role{RoleLo, RoleHi, RoleStep, RoleInit}, vararg: true, phase: all, effect: Region, check: checkFor},
+		OpLoopVar:   {name: "loop_var", placed: true, cost: CostFree, phase: all, result: true, attr: tInt},
+		OpYield:     {name: "yield", cost: CostFree, roles: []Role{RoleYield}, vararg: true, phase: all, effect: Ends},
+		OpForResult: {name: "for_result", placed: true, cost: CostFree, roles: []Role{RoleLoop}, phase: all, result: true, attr: tInt, check: checkForResult},
+		OpIf:        {name: "if", cost: CostFree, roles: []Role{RoleCond}, phase: all, effect: Region, check: checkIf},
 		OpSignal:    {name: "signal", roles: []Role{RolePtr, RoleX}, phase: all, effect: ReadsMem | WritesMem | Sync, check: checkSync},
 		OpWait:      {name: "wait", roles: []Role{RolePtr, RoleX}, phase: all, effect: ReadsMem | WritesMem | Sync, check: checkSync},
 
 		OpStage:   {name: "stage", roles: rLoad, phase: tiles, result: true, elem: true, attr: tMem, effect: ReadsMem | WritesMem, check: checkStage},
 		OpUnstage: {name: "unstage", roles: rXY, phase: tiles, result: true, attr: tInt, effect: ReadsMem, check: checkUnstage},
 
-		OpConvert: {name: "convert", roles: rX, phase: PhaseLayout, result: true, check: checkSameElem},
+		OpConvert: {name: "convert", move: true, roles: rX, phase: PhaseLayout, result: true, check: checkSameElem},
 
-		OpTid:        {name: "tid", phase: PhaseLanes, result: true, check: checkTid},
-		OpRegConst:   {name: "regconst", phase: PhaseLanes, result: true, attr: tConsts, check: checkRegConst},
-		OpGatherRegs: {name: "gather_regs", roles: rX, phase: PhaseLanes, result: true, attr: tRegMap, check: checkGather},
+		OpTid:        {name: "tid", cost: CostFree, phase: PhaseLanes, result: true, check: checkTid},
+		OpRegConst:   {name: "regconst", cost: CostFree, phase: PhaseLanes, result: true, attr: tConsts, check: checkRegConst},
+		OpGatherRegs: {name: "gather_regs", move: true, cost: CostFree, roles: rX, phase: PhaseLanes, result: true, attr: tRegMap, check: checkGather},
 		OpReduceRegs: {name: "reduce_regs", roles: rX, phase: PhaseLanes, result: true, attr: tFold, check: checkReduceRegs},
 		OpButterfly:  {name: "butterfly", roles: rX, phase: PhaseLanes, result: true, attr: tButter, check: checkButterfly},
-		OpShflXor:    {name: "shfl_xor", roles: rX, phase: PhaseLanes, result: true, attr: tLane, check: checkShfl},
-		OpLDSStore:   {name: "lds_store", roles: []Role{RoleAddr, RoleData, RoleMask}, phase: PhaseLanes, attr: tMem, effect: WritesMem, check: checkLDSStore},
-		OpLDSLoad:    {name: "lds_load", roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tMem, effect: ReadsMem, check: checkLDSLoad},
+		OpShflXor:    {name: "shfl_xor", move: true, roles: rX, phase: PhaseLanes, result: true, attr: tLane, check: checkShfl},
+		OpLDSStore:   {name: "lds_store", cost: CostVector, roles: []Role{RoleAddr, RoleData, RoleMask}, phase: PhaseLanes, attr: tMem, effect: WritesMem, check: checkLDSStore},
+		OpLDSLoad:    {name: "lds_load", cost: CostVector, roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tMem, effect: ReadsMem, check: checkLDSLoad},
 		OpLDSReduce:  {name: "lds_reduce", roles: []Role{RoleAddr}, phase: PhaseLanes, result: true, attr: tLDSFold, effect: ReadsMem, check: checkLDSReduce},
 		OpBarrier:    {name: "barrier", phase: PhaseLanes, effect: Sync},
-		OpLDSCopy:    {name: "lds_copy", roles: []Role{RoleAddr, RolePtr, RoleMask, RoleCond}, phase: PhaseLanes, attr: tMem, effect: ReadsMem | WritesMem, check: checkLDSCopy},
+		OpLDSCopy:    {name: "lds_copy", cost: CostVector, roles: []Role{RoleAddr, RolePtr, RoleMask, RoleCond}, phase: PhaseLanes, attr: tMem, effect: ReadsMem | WritesMem, check: checkLDSCopy},
 		OpAsyncWait:  {name: "async_wait", phase: PhaseLanes, effect: Sync},
 	}
 }
@@ -391,6 +410,23 @@ func (o Op) HasResult() bool { return o.info().result }
 func (o Op) Removable() bool {
 	return o.info().effect&(WritesMem|Sync|Region|Ends) == 0 && o != OpParam && o != OpSize
 }
+
+// IsPlaced reports whether the op's value is its place (a parameter, a
+// size, a loop's variable or result): never merged with an equal value nor
+// moved.
+func (o Op) IsPlaced() bool { return o.info().placed }
+
+// IsLeaf reports whether the op is a scalar read from the launch alone
+// (arguments, sizes, the grid, constants): the same in every thread and
+// every phase.
+func (o Op) IsLeaf() bool { return o.info().leaf }
+
+// IsMove reports whether the op's result is operand 0's values rearranged
+// or copied, none computed (so any fact of each value carries over).
+func (o Op) IsMove() bool { return o.info().move }
+
+// Cost is how the cost model counts the op's instructions.
+func (o Op) Cost() Cost { return o.info().cost }
 
 // InPhase reports whether the op may appear in phase p.
 func (o Op) InPhase(p Phase) bool { return o.info().phase&p != 0 }

@@ -337,64 +337,95 @@ func (e *expander) args(v *ir.Value) []*ir.Value {
 }
 
 func (e *expander) value(v *ir.Value) error {
-	switch v.Op {
-	case ir.OpParam, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms, ir.OpConst:
+	if v.Op.IsLeaf() {
 		// Uniform scalars are the same in both phases.
 		e.cur.Append(v)
 		e.m[v] = v
 		return nil
-	case ir.OpFor:
-		return e.loop(v)
-	case ir.OpIf:
-		nv := e.emit(ir.OpIf, ir.Type{}, nil, e.args(v)...)
-		nv.Body = &ir.Block{Parent: nv}
-		return e.block(v.Body, nv.Body)
-	case ir.OpYield, ir.OpLoopVar:
-		panic("BUG: expand: " + v.Op.Name() + " outside its loop")
-	case ir.OpUnstage:
-		e.m[v] = e.unstage(v)
-		return nil
 	}
-	args := e.args(v)
-	var nv *ir.Value
-	switch v.Op {
-	case ir.OpArange:
-		nv = e.coord(v.Type, 0)
-		if v.Type.DType != ir.I32 {
-			nv = e.emit(ir.OpCast, ir.Lanes(v.Type.DType, nv.Type.Regs), nil, nv)
-		}
-	case ir.OpSplat:
-		nv = e.fit(args[0], nregs(v.Type))
-	case ir.OpExpandDims, ir.OpBroadcast, ir.OpTrans:
-		nv = e.remap(v, args[0])
-	case ir.OpRotate:
-		nv = e.rotate(v, args[0])
-	case ir.OpReduce:
-		nv = e.reduce(v, args[0])
-	case ir.OpStage:
-		e.stage(v, args) // no registers: unstage reads the region
-	case ir.OpConvert:
-		nv = e.roundTrip(v.Args[0].Type, v.Type, args[0], func(t ir.Type) *ir.Value { return e.linear(t, pitchOf(t)) }, pitchOf(v.Type))
-	case ir.OpStore:
-		nv = e.store(v, args)
-	case ir.OpAtomic:
-		nv = e.atomic(v, args)
-	case ir.OpSignal, ir.OpWait:
-		// Scalars: one lane performs them and the op holds the barrier.
-		nv = e.emit(v.Op, ir.Type{}, nil, args...)
-	case ir.OpForResult:
-		nv = e.emit(ir.OpForResult, e.m[v.Args[0]].Body.Vars[1+v.Index()].Type, v.Attr, args...)
-	default:
-		if !v.Op.IsElementwise() {
-			panic("BUG: expand has no rule for " + v.Op.Name())
-		}
+	if r := expandRules.Of(v.Op); r != nil {
+		return r(e, v)
+	}
+	if !v.Op.IsElementwise() {
+		panic("BUG: expand has no rule for " + v.Op.Name())
+	}
+	return e.tile(v, func(args []*ir.Value) *ir.Value {
 		attr := v.Attr
 		if m, ok := attr.(*ir.MemAttr); ok {
 			c := *m
 			attr = &c
 		}
-		nv = e.emit(v.Op, lanesType(v, args), attr, args...)
+		return e.emit(v.Op, lanesType(v, args), attr, args...)
+	})
+}
+
+// expandRules is what expand makes of each op that is not a leaf nor
+// elementwise over its operands' registers (filled in init: the rules
+// expand blocks, which look rules up).
+var expandRules ir.Rules[func(e *expander, v *ir.Value) error]
+
+func init() {
+	expandRules = ir.Rules[func(e *expander, v *ir.Value) error]{
+		ir.OpFor: (*expander).loop,
+		ir.OpIf: func(e *expander, v *ir.Value) error {
+			nv := e.emit(ir.OpIf, ir.Type{}, nil, e.args(v)...)
+			nv.Body = &ir.Block{Parent: nv}
+			return e.block(v.Body, nv.Body)
+		},
+		ir.OpUnstage: func(e *expander, v *ir.Value) error {
+			e.m[v] = e.unstage(v)
+			return nil
+		},
+		ir.OpArange: tileRule(func(e *expander, v *ir.Value, _ []*ir.Value) *ir.Value {
+			nv := e.coord(v.Type, 0)
+			if v.Type.DType != ir.I32 {
+				nv = e.emit(ir.OpCast, ir.Lanes(v.Type.DType, nv.Type.Regs), nil, nv)
+			}
+			return nv
+		}),
+		ir.OpSplat:      tileRule(func(e *expander, v *ir.Value, args []*ir.Value) *ir.Value { return e.fit(args[0], nregs(v.Type)) }),
+		ir.OpExpandDims: unaryRule((*expander).remap),
+		ir.OpBroadcast:  unaryRule((*expander).remap),
+		ir.OpTrans:      unaryRule((*expander).remap),
+		ir.OpRotate:     unaryRule((*expander).rotate),
+		ir.OpReduce:     unaryRule((*expander).reduce),
+		ir.OpStage: tileRule(func(e *expander, v *ir.Value, args []*ir.Value) *ir.Value {
+			e.stage(v, args) // no registers: unstage reads the region
+			return nil
+		}),
+		ir.OpConvert: tileRule(func(e *expander, v *ir.Value, args []*ir.Value) *ir.Value {
+			return e.roundTrip(v.Args[0].Type, v.Type, args[0], func(t ir.Type) *ir.Value { return e.linear(t, pitchOf(t)) }, pitchOf(v.Type))
+		}),
+		ir.OpStore:  tileRule((*expander).store),
+		ir.OpAtomic: tileRule((*expander).atomic),
+		// Scalars: one lane performs them and the op holds the barrier.
+		ir.OpSignal: tileRule(scalarRule),
+		ir.OpWait:   tileRule(scalarRule),
+		ir.OpForResult: tileRule(func(e *expander, v *ir.Value, args []*ir.Value) *ir.Value {
+			return e.emit(ir.OpForResult, e.m[v.Args[0]].Body.Vars[1+v.Index()].Type, v.Attr, args...)
+		}),
 	}
+}
+
+func scalarRule(e *expander, v *ir.Value, args []*ir.Value) *ir.Value {
+	return e.emit(v.Op, ir.Type{}, nil, args...)
+}
+
+// tileRule is a rule that makes v's value from its operands' values.
+func tileRule(f func(e *expander, v *ir.Value, args []*ir.Value) *ir.Value) func(*expander, *ir.Value) error {
+	return func(e *expander, v *ir.Value) error {
+		return e.tile(v, func(args []*ir.Value) *ir.Value { return f(e, v, args) })
+	}
+}
+
+// unaryRule is a tileRule of v's one operand.
+func unaryRule(f func(e *expander, v, x *ir.Value) *ir.Value) func(*expander, *ir.Value) error {
+	return tileRule(func(e *expander, v *ir.Value, args []*ir.Value) *ir.Value { return f(e, v, args[0]) })
+}
+
+// tile maps v to the value make makes of its operands' values.
+func (e *expander) tile(v *ir.Value, make func(args []*ir.Value) *ir.Value) error {
+	nv := make(e.args(v))
 	if nv != nil && v.Type.Rank() > 0 && nv.Type.Regs < nregs(v.Type) {
 		nv = e.fit(nv, nregs(v.Type)) // a tile holds all its registers until simplify
 	}

@@ -75,14 +75,14 @@ func movable(v *ir.Value) bool {
 	if v.Op != ir.OpConvert && v.Type.Rank() != 0 {
 		return false
 	}
-	switch v.Op {
-	case ir.OpLoopVar, ir.OpForResult, ir.OpParam, ir.OpSize:
+	if v.Op.IsPlaced() {
 		return false
-	case ir.OpDiv, ir.OpRem:
-		if v.Type.DType.K != ir.KF32 {
-			d := v.Args[1]
-			return d.Op == ir.OpConst && d.Const().Int != 0
-		}
+	}
+	if (v.Op == ir.OpDiv || v.Op == ir.OpRem) && v.Type.DType.K != ir.KF32 {
+		// An integer division faults on zero: moved out of its loop it
+		// would run where the loop runs no trip.
+		d := v.Args[1]
+		return d.Op == ir.OpConst && d.Const().Int != 0
 	}
 	return true
 }

@@ -74,26 +74,27 @@ func (s *simplifier) constant(d ir.DType, x int64) *ir.Value {
 
 // exact reports whether operand j of v must keep every register it had.
 func exact(v *ir.Value, j int) bool {
-	switch v.Op {
-	case ir.OpGatherRegs, ir.OpReduceRegs, ir.OpButterfly, ir.OpShflXor, ir.OpYield:
-		return true
-	case ir.OpFor:
-		return j >= 3
-	case ir.OpLDSStore:
-		return v.RoleOf(j) == ir.RoleData
-	case ir.OpLDSCopy: // its pointers give the copy its registers
-		return v.RoleOf(j) == ir.RolePtr
-	}
-	return false
+	r := exactRules.Of(v.Op)
+	return r != nil && r(v, j)
 }
+
+// exactRules are the ops that need some operand's every register.
+var exactRules = ir.Rules[func(v *ir.Value, j int) bool]{
+	ir.OpGatherRegs: everyOperand,
+	ir.OpReduceRegs: everyOperand,
+	ir.OpButterfly:  everyOperand,
+	ir.OpShflXor:    everyOperand,
+	ir.OpYield:      everyOperand,
+	ir.OpFor:        func(v *ir.Value, j int) bool { return v.RoleOf(j) == ir.RoleInit },
+	ir.OpLDSStore:   func(v *ir.Value, j int) bool { return v.RoleOf(j) == ir.RoleData },
+	ir.OpLDSCopy:    func(v *ir.Value, j int) bool { return v.RoleOf(j) == ir.RolePtr }, // its pointers give the copy its registers
+}
+
+func everyOperand(*ir.Value, int) bool { return true }
 
 // pure reports whether v may be shared with an equal value before it.
 func pure(v *ir.Value) bool {
-	switch v.Op {
-	case ir.OpLoopVar, ir.OpForResult, ir.OpParam, ir.OpSize, ir.OpLoad, ir.OpAtomic:
-		return false
-	}
-	return v.Op.Effect() == 0 && v.Op.HasResult()
+	return !v.Op.IsPlaced() && v.Op.Effect() == 0 && v.Op.HasResult()
 }
 
 func (s *simplifier) block(b *ir.Block, seen map[string]*ir.Value) {
@@ -200,13 +201,10 @@ func key(v *ir.Value) string {
 // known is v's value in each register where it is a constant (one entry
 // for a uniform constant), or nil.
 func known(v *ir.Value) []int64 {
-	switch v.Op {
-	case ir.OpConst:
-		if v.Type.DType.IsFloat() {
-			return nil
-		}
+	if v.Op == ir.OpConst && !v.Type.DType.IsFloat() {
 		return []int64{v.Const().Int}
-	case ir.OpRegConst:
+	}
+	if v.Op == ir.OpRegConst {
 		return v.Consts()
 	}
 	return nil
@@ -225,18 +223,17 @@ func isConst(v *ir.Value, c int64) bool {
 	return true
 }
 
-// fold returns what v simplifies to, or nil to keep it.
-func (s *simplifier) fold(v *ir.Value) *ir.Value {
-	d := v.Type.DType
-	switch v.Op {
-	case ir.OpGatherRegs:
+// foldRules are the folds of ops that are not elementwise arithmetic
+// (which fold through ir's evaluation and the identities below).
+var foldRules = ir.Rules[func(s *simplifier, v *ir.Value) *ir.Value]{
+	ir.OpGatherRegs: func(s *simplifier, v *ir.Value) *ir.Value {
 		x := v.Args[0]
 		if k := known(x); k != nil && len(k) > 1 {
 			c := make([]int64, len(v.RegMap()))
 			for r, src := range v.RegMap() {
 				c[r] = k[src]
 			}
-			return s.consts(d, c)
+			return s.consts(v.Type.DType, c)
 		}
 		if x.Op == ir.OpSplat {
 			return s.insert(s.f.NewValue(ir.OpSplat, v.Type, nil, x.Args[0]))
@@ -249,12 +246,14 @@ func (s *simplifier) fold(v *ir.Value) *ir.Value {
 			v.Args[0], v.Attr = x.Args[0], ir.RegMapAttr{Map: m}
 		}
 		return nil
-	case ir.OpSplat:
+	},
+	ir.OpSplat: func(s *simplifier, v *ir.Value) *ir.Value {
 		if x := v.Args[0]; x.Type.Regs == v.Type.Regs {
 			return x
 		}
 		return nil
-	case ir.OpWhere:
+	},
+	ir.OpWhere: func(s *simplifier, v *ir.Value) *ir.Value {
 		switch c := v.Args[0]; {
 		case isConst(c, 1):
 			return v.Args[1]
@@ -265,6 +264,14 @@ func (s *simplifier) fold(v *ir.Value) *ir.Value {
 			return v.Args[1]
 		}
 		return nil
+	},
+}
+
+// fold returns what v simplifies to, or nil to keep it.
+func (s *simplifier) fold(v *ir.Value) *ir.Value {
+	d := v.Type.DType
+	if r := foldRules.Of(v.Op); r != nil {
+		return r(s, v)
 	}
 	if !v.Op.IsElementwise() || !v.Op.HasResult() || v.Op.Effect() != 0 || v.Op == ir.OpAssume {
 		return nil
@@ -338,28 +345,30 @@ func (s *simplifier) consts(d ir.DType, c []int64) *ir.Value {
 
 // identity is what an integer or bool op with a neutral operand reduces to.
 func (s *simplifier) identity(v *ir.Value) *ir.Value {
-	x, y := v.Args[0], v.Args[1]
-	switch v.Op {
-	case ir.OpAdd, ir.OpOr, ir.OpXor:
-		if isConst(y, 0) {
-			return x
+	if r := identityRules.Of(v.Op); r != nil {
+		return r(s, v, v.Args[0], v.Args[1])
+	}
+	return nil
+}
+
+// identityRules are the integer and bool identities, by op.
+var identityRules = ir.Rules[func(s *simplifier, v, x, y *ir.Value) *ir.Value]{
+	ir.OpAdd: func(s *simplifier, v, x, y *ir.Value) *ir.Value {
+		if r := zeroIdentity(s, v, x, y); r != nil {
+			return r
 		}
-		if isConst(x, 0) {
-			return y
+		if a := s.recombined(x, y); a != nil {
+			return a
 		}
-		if v.Op == ir.OpAdd {
-			if a := s.recombined(x, y); a != nil {
-				return a
-			}
-			if a := s.recombined(y, x); a != nil {
-				return a
-			}
-		}
-	case ir.OpSub, ir.OpShl, ir.OpShr, ir.OpShrU:
-		if isConst(y, 0) {
-			return x
-		}
-	case ir.OpMul:
+		return s.recombined(y, x)
+	},
+	ir.OpOr:   zeroIdentity,
+	ir.OpXor:  zeroIdentity,
+	ir.OpSub:  zeroRight,
+	ir.OpShl:  zeroRight,
+	ir.OpShr:  zeroRight,
+	ir.OpShrU: zeroRight,
+	ir.OpMul: func(s *simplifier, v, x, y *ir.Value) *ir.Value {
 		if isConst(y, 1) {
 			return x
 		}
@@ -369,21 +378,27 @@ func (s *simplifier) identity(v *ir.Value) *ir.Value {
 		if isConst(x, 0) || isConst(y, 0) {
 			return s.constant(v.Type.DType, 0)
 		}
-	case ir.OpDiv:
+		return nil
+	},
+	ir.OpDiv: func(s *simplifier, v, x, y *ir.Value) *ir.Value {
 		if isConst(y, 1) {
 			return x
 		}
 		if r := s.rng[x]; r.known && r.lo >= 0 && len(known(y)) == 1 && known(y)[0] > r.hi {
 			return s.constant(v.Type.DType, 0)
 		}
-	case ir.OpRem:
+		return nil
+	},
+	ir.OpRem: func(s *simplifier, v, x, y *ir.Value) *ir.Value {
 		if isConst(y, 1) || isConst(y, -1) {
 			return s.constant(v.Type.DType, 0)
 		}
 		if r := s.rng[x]; r.known && r.lo >= 0 && len(known(y)) == 1 && known(y)[0] > r.hi {
 			return x
 		}
-	case ir.OpAnd:
+		return nil
+	},
+	ir.OpAnd: func(s *simplifier, v, x, y *ir.Value) *ir.Value {
 		if v.Type.DType == ir.Bool {
 			switch {
 			case isConst(y, 1):
@@ -403,6 +418,25 @@ func (s *simplifier) identity(v *ir.Value) *ir.Value {
 				return x
 			}
 		}
+		return nil
+	},
+}
+
+// zeroIdentity: x ⊕ 0 and 0 ⊕ x are x.
+func zeroIdentity(s *simplifier, v, x, y *ir.Value) *ir.Value {
+	if isConst(y, 0) {
+		return x
+	}
+	if isConst(x, 0) {
+		return y
+	}
+	return nil
+}
+
+// zeroRight: x ⊕ 0 is x.
+func zeroRight(s *simplifier, v, x, y *ir.Value) *ir.Value {
+	if isConst(y, 0) {
+		return x
 	}
 	return nil
 }
@@ -431,46 +465,28 @@ func (s *simplifier) decide(v *ir.Value) (bool, bool) {
 	if !a.known || !b.known || !v.Args[0].Type.DType.IsInt() {
 		return false, false
 	}
-	switch v.Op {
-	case ir.OpLt:
-		if a.hi < b.lo {
-			return true, true
-		}
-		if a.lo >= b.hi {
-			return false, true
-		}
-	case ir.OpLe:
-		if a.hi <= b.lo {
-			return true, true
-		}
-		if a.lo > b.hi {
-			return false, true
-		}
-	case ir.OpGt:
-		if a.lo > b.hi {
-			return true, true
-		}
-		if a.hi <= b.lo {
-			return false, true
-		}
-	case ir.OpGe:
-		if a.lo >= b.hi {
-			return true, true
-		}
-		if a.hi < b.lo {
-			return false, true
-		}
-	case ir.OpEq:
-		if a.hi < b.lo || a.lo > b.hi {
-			return false, true
-		}
-	case ir.OpNe:
-		if a.hi < b.lo || a.lo > b.hi {
-			return true, true
-		}
+	r := decideRules.Of(v.Op)
+	switch {
+	case r.yes != nil && r.yes(a, b):
+		return true, true
+	case r.no != nil && r.no(a, b):
+		return false, true
 	}
 	return false, false
 }
+
+// decideRules say, for each comparison, when its operands' ranges make it
+// always true (yes) and always false (no).
+var decideRules = ir.Rules[struct{ yes, no func(a, b interval) bool }]{
+	ir.OpLt: {yes: func(a, b interval) bool { return a.hi < b.lo }, no: func(a, b interval) bool { return a.lo >= b.hi }},
+	ir.OpLe: {yes: func(a, b interval) bool { return a.hi <= b.lo }, no: func(a, b interval) bool { return a.lo > b.hi }},
+	ir.OpGt: {yes: func(a, b interval) bool { return a.lo > b.hi }, no: func(a, b interval) bool { return a.hi <= b.lo }},
+	ir.OpGe: {yes: func(a, b interval) bool { return a.lo >= b.hi }, no: func(a, b interval) bool { return a.hi < b.lo }},
+	ir.OpEq: {no: disjoint},
+	ir.OpNe: {yes: disjoint},
+}
+
+func disjoint(a, b interval) bool { return a.hi < b.lo || a.lo > b.hi }
 
 // rangeOf bounds an integer value from what is known of its operands.
 func (s *simplifier) rangeOf(v *ir.Value) interval {
@@ -481,57 +497,88 @@ func (s *simplifier) rangeOf(v *ir.Value) interval {
 	if !d.IsInt() {
 		return interval{}
 	}
-	lim := interval{math.MinInt32, math.MaxInt32, true}
-	if d.K == ir.KI64 {
-		lim = interval{math.MinInt64 / 4, math.MaxInt64 / 4, true}
-	}
-	in := func(r interval) interval {
-		if !r.known || r.lo < lim.lo || r.hi > lim.hi {
-			return interval{}
-		}
-		return r
-	}
 	if k := known(v); k != nil {
 		return interval{slices.Min(k), slices.Max(k), true}
 	}
-	arg := func(i int) interval { return s.rangeOf(v.Args[i]) }
-	switch v.Op {
-	case ir.OpTid:
-		return interval{0, int64(s.f.Threads - 1), true}
-	case ir.OpProgramID:
+	if r := rangeRules.Of(v.Op); r != nil {
+		b := bounder{s, v, interval{math.MinInt32, math.MaxInt32, true}}
+		if d.K == ir.KI64 {
+			b.lim = interval{math.MinInt64 / 4, math.MaxInt64 / 4, true}
+		}
+		return r(b, b.arg(0), b.arg(1))
+	}
+	return interval{}
+}
+
+// bounder is what a range rule knows: the value, its operands' ranges, and
+// the range its type holds without wrapping.
+type bounder struct {
+	s   *simplifier
+	v   *ir.Value
+	lim interval
+}
+
+// arg is operand i's range (unknown where v has none).
+func (b bounder) arg(i int) interval {
+	if i >= len(b.v.Args) {
+		return interval{}
+	}
+	return b.s.rangeOf(b.v.Args[i])
+}
+
+// in is r where the type holds it, unknown otherwise.
+func (b bounder) in(r interval) interval {
+	if !r.known || r.lo < b.lim.lo || r.hi > b.lim.hi {
+		return interval{}
+	}
+	return r
+}
+
+// rangeRules bound an integer op's value from its operands' ranges a and
+// b (unknown where it has no such operand).
+var rangeRules = ir.Rules[func(z bounder, a, b interval) interval]{
+	ir.OpTid: func(z bounder, _, _ interval) interval { return interval{0, int64(z.s.f.Threads - 1), true} },
+	ir.OpProgramID: func(bounder, interval, interval) interval {
 		return interval{0, math.MaxInt32, true} // a grid axis holds < 2^31 programs
-	case ir.OpCast:
-		if v.Args[0].Type.DType.IsInt() {
-			return in(arg(0)) // an i64 → i32 cast of a wider value truncates
+	},
+	ir.OpCast: func(z bounder, a, _ interval) interval {
+		if z.v.Args[0].Type.DType.IsInt() {
+			return z.in(a) // an i64 → i32 cast of a wider value truncates
 		}
-	case ir.OpAdd:
-		a, b := arg(0), arg(1)
+		return interval{}
+	},
+	ir.OpAdd: func(z bounder, a, b interval) interval {
 		if a.known && b.known {
-			return in(interval{a.lo + b.lo, a.hi + b.hi, true})
+			return z.in(interval{a.lo + b.lo, a.hi + b.hi, true})
 		}
-	case ir.OpSub:
-		a, b := arg(0), arg(1)
+		return interval{}
+	},
+	ir.OpSub: func(z bounder, a, b interval) interval {
 		if a.known && b.known {
-			return in(interval{a.lo - b.hi, a.hi - b.lo, true})
+			return z.in(interval{a.lo - b.hi, a.hi - b.lo, true})
 		}
-	case ir.OpMul:
-		a, b := arg(0), arg(1)
+		return interval{}
+	},
+	ir.OpMul: func(z bounder, a, b interval) interval {
 		// a.hi · b.hi must not wrap (bounds of i64 values reach 2^61).
-		if a.known && b.known && a.lo >= 0 && b.lo >= 0 && (a.hi == 0 || b.hi <= lim.hi/a.hi) {
-			return in(interval{a.lo * b.lo, a.hi * b.hi, true})
+		if a.known && b.known && a.lo >= 0 && b.lo >= 0 && (a.hi == 0 || b.hi <= z.lim.hi/a.hi) {
+			return z.in(interval{a.lo * b.lo, a.hi * b.hi, true})
 		}
-	case ir.OpDiv:
-		a, b := arg(0), arg(1)
+		return interval{}
+	},
+	ir.OpDiv: func(_ bounder, a, b interval) interval {
 		if a.known && b.known && a.lo >= 0 && b.lo > 0 {
 			return interval{a.lo / b.hi, a.hi / b.lo, true}
 		}
-	case ir.OpRem:
-		a, b := arg(0), arg(1)
+		return interval{}
+	},
+	ir.OpRem: func(_ bounder, a, b interval) interval {
 		if a.known && b.known && a.lo >= 0 && b.lo > 0 {
 			return interval{0, min(a.hi, b.hi-1), true}
 		}
-	case ir.OpAnd:
-		a, b := arg(0), arg(1)
+		return interval{}
+	},
+	ir.OpAnd: func(_ bounder, a, b interval) interval {
 		if b.known && b.lo >= 0 && b.lo == b.hi { // x & m with m ≥ 0 lies in [0, m]
 			hi := b.hi
 			if a.known && a.lo >= 0 {
@@ -539,6 +586,6 @@ func (s *simplifier) rangeOf(v *ir.Value) interval {
 			}
 			return interval{0, hi, true}
 		}
-	}
-	return interval{}
+		return interval{}
+	},
 }

@@ -354,15 +354,32 @@ type Candidate struct {
 // (tid, per-register constants, program ids, sizes, constants) by cheap
 // arithmetic: compilers
 // fold them into address offsets or recompute them rather than keep them.
+// What rematerializable makes of an op: an index source, cheap arithmetic
+// (rematerializable where its operands are), or neither.
+const (
+	notIndex = iota
+	indexSource
+	indexArith
+)
+
+var remat = ir.Rules[uint8]{
+	ir.OpTid: indexSource, ir.OpRegConst: indexSource, ir.OpConst: indexSource, ir.OpSize: indexSource,
+	ir.OpProgramID: indexSource, ir.OpNumPrograms: indexSource,
+
+	ir.OpSplat: indexArith, ir.OpGatherRegs: indexArith, ir.OpCast: indexArith,
+	ir.OpAdd: indexArith, ir.OpSub: indexArith, ir.OpMul: indexArith, ir.OpDiv: indexArith, ir.OpRem: indexArith,
+	ir.OpLt: indexArith, ir.OpLe: indexArith, ir.OpGt: indexArith, ir.OpGe: indexArith, ir.OpEq: indexArith, ir.OpNe: indexArith,
+	ir.OpAnd: indexArith, ir.OpOr: indexArith,
+}
+
 func rematerializable(f *ir.Func) map[*ir.Value]bool {
 	m := map[*ir.Value]bool{}
 	f.Walk(func(v *ir.Value) {
-		switch v.Op {
-		case ir.OpTid, ir.OpRegConst, ir.OpConst, ir.OpSize, ir.OpProgramID, ir.OpNumPrograms:
+		switch remat.Of(v.Op) {
+		case indexSource:
 			m[v] = true
 			return
-		case ir.OpSplat, ir.OpGatherRegs, ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpRem,
-			ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe, ir.OpAnd, ir.OpOr, ir.OpCast:
+		case indexArith:
 		default:
 			return
 		}

@@ -514,8 +514,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "lower/simplify.go",
-		old:    "case ir.OpMul:\n\t\tif isConst(y, 1) {",
-		new:    "case ir.OpMul:\n\t\tif isConst(y, 2) {",
+		old:    "ir.OpMul: func(s *simplifier, v, x, y *ir.Value) *ir.Value {\n\t\tif isConst(y, 1) {",
+		new:    "ir.OpMul: func(s *simplifier, v, x, y *ir.Value) *ir.Value {\n\t\tif isConst(y, 2) {",
 		pkgs:   []string{"./interp"},
 		reason: "simplify folds x*2 to x (the x*1 identity on the wrong constant)",
 	},
