@@ -48,8 +48,7 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 	}
 	m := &machine{f: f, grid: grid, slot: map[*ir.Value]int{}, visit: visit}
 	for i, p := range f.Params {
-		switch p.Op {
-		case ir.OpParam:
+		if p.Op == ir.OpParam { // a buffer; else a size
 			b, ok := args[i].([]byte)
 			if !ok {
 				return fmt.Errorf("%s: argument %s: want []byte, got %T", f.Name, p.ArgName(), args[i])
@@ -57,7 +56,7 @@ func LaunchTraced(f *ir.Func, grid [3]int, args []any, visit func(*ir.Value)) er
 			m.bufs = append(m.bufs, b)
 			m.names = append(m.names, p.ArgName())
 			m.args = append(m.args, uint64(len(m.bufs)-1)<<48)
-		case ir.OpSize:
+		} else {
 			n, ok := args[i].(int)
 			if !ok {
 				return fmt.Errorf("%s: argument %s: want int, got %T", f.Name, p.ArgName(), args[i])
@@ -278,101 +277,139 @@ func (b *block) step(v *ir.Value) error {
 			}
 		}
 	}
-	out := b.file(v)
-	switch v.Op {
-	case ir.OpParam, ir.OpSize:
-		for i, p := range b.m.f.Params {
-			if p == v {
-				out[0] = b.m.args[i]
+	if r := stepRules.Of(v.Op); r != nil {
+		return r(b, v, b.file(v))
+	}
+	if !v.Op.IsElementwise() || !v.Op.InPhase(ir.PhaseLanes) {
+		panic("BUG: interp has no case for " + v.Op.Name())
+	}
+	return b.elementwise(v)
+}
+
+// A step rule runs op v for the block's lanes into out, v's registers.
+type stepRule func(b *block, v *ir.Value, out []uint64) error
+
+// stepRules is what the interpreter does for each lanes-phase op that is
+// not elementwise arithmetic (ir's evaluation); filled in init, as the
+// loop and the if run blocks, which step through it.
+var stepRules ir.Rules[stepRule]
+
+func init() {
+	stepRules = ir.Rules[stepRule]{
+		ir.OpParam: argument,
+		ir.OpSize:  argument,
+		ir.OpProgramID: func(b *block, v *ir.Value, out []uint64) error {
+			out[0] = uint64(int64(b.pid[v.Axis()]))
+			return nil
+		},
+		ir.OpNumPrograms: func(b *block, v *ir.Value, out []uint64) error {
+			out[0] = uint64(int64(b.m.grid[v.Axis()]))
+			return nil
+		},
+		ir.OpConst: func(b *block, v *ir.Value, out []uint64) error {
+			out[0] = ir.ConstBits(v.Type.DType, v.Const())
+			return nil
+		},
+		ir.OpTid: func(b *block, v *ir.Value, out []uint64) error {
+			for t := range b.n {
+				out[t] = uint64(t)
 			}
-		}
-	case ir.OpProgramID:
-		out[0] = uint64(int64(b.pid[v.Axis()]))
-	case ir.OpNumPrograms:
-		out[0] = uint64(int64(b.m.grid[v.Axis()]))
-	case ir.OpConst:
-		out[0] = ir.ConstBits(v.Type.DType, v.Const())
-	case ir.OpTid:
-		for t := range b.n {
-			out[t] = uint64(t)
-		}
-	case ir.OpRegConst:
-		c := v.Consts()
-		for t := range b.n {
-			for r, x := range c {
-				out[t*len(c)+r] = ir.Trunc(v.Type.DType, x)
+			return nil
+		},
+		ir.OpRegConst: func(b *block, v *ir.Value, out []uint64) error {
+			c := v.Consts()
+			for t := range b.n {
+				for r, x := range c {
+					out[t*len(c)+r] = ir.Trunc(v.Type.DType, x)
+				}
 			}
-		}
-	case ir.OpSplat:
-		x := b.op(v.Args[0])
-		lanes, regs := b.shape(v)
-		for t := range lanes {
-			for r := range regs {
-				out[t*regs+r] = x.at(t, 0)
+			return nil
+		},
+		ir.OpSplat: func(b *block, v *ir.Value, out []uint64) error {
+			x := b.op(v.Args[0])
+			lanes, regs := b.shape(v)
+			for t := range lanes {
+				for r := range regs {
+					out[t*regs+r] = x.at(t, 0)
+				}
 			}
-		}
-	case ir.OpGatherRegs:
-		x := b.op(v.Args[0])
-		m := v.RegMap()
-		for t := range b.n {
-			for r, s := range m {
-				out[t*len(m)+r] = x.at(t, s)
+			return nil
+		},
+		ir.OpGatherRegs: func(b *block, v *ir.Value, out []uint64) error {
+			x := b.op(v.Args[0])
+			m := v.RegMap()
+			for t := range b.n {
+				for r, s := range m {
+					out[t*len(m)+r] = x.at(t, s)
+				}
 			}
-		}
-	case ir.OpReduceRegs:
-		b.reduceRegs(v)
-	case ir.OpButterfly:
-		b.butterfly(v)
-	case ir.OpShflXor:
-		x := b.op(v.Args[0])
-		n, mask := v.Type.Regs, v.Lane()
-		for t := range b.n {
-			for r := range n {
-				out[t*n+r] = x.at(t^mask, r)
+			return nil
+		},
+		ir.OpReduceRegs: func(b *block, v *ir.Value, _ []uint64) error {
+			b.reduceRegs(v)
+			return nil
+		},
+		ir.OpButterfly: func(b *block, v *ir.Value, _ []uint64) error {
+			b.butterfly(v)
+			return nil
+		},
+		ir.OpShflXor: func(b *block, v *ir.Value, out []uint64) error {
+			x := b.op(v.Args[0])
+			n, mask := v.Type.Regs, v.Lane()
+			for t := range b.n {
+				for r := range n {
+					out[t*n+r] = x.at(t^mask, r)
+				}
 			}
-		}
-	case ir.OpLoad:
-		return b.load(v)
-	case ir.OpStore:
-		return b.store(v)
-	case ir.OpAtomic:
-		return b.atomicOp(v)
-	case ir.OpLDSStore:
-		return b.ldsStore(v)
-	case ir.OpLDSLoad:
-		return b.ldsLoad(v)
-	case ir.OpLDSReduce:
-		return b.ldsReduce(v)
-	case ir.OpBarrier:
-		b.race.barrier()
-	case ir.OpLDSCopy:
-		return b.ldsCopy(v)
-	case ir.OpAsyncWait:
-		return b.asyncWait(v)
-	case ir.OpSignal:
-		return b.signal(v)
-	case ir.OpWait:
-		return b.wait(v)
-	case ir.OpFor:
-		return b.loop(v)
-	case ir.OpIf:
-		c, err := b.uniform(v.Args[0], "the if condition")
-		if err != nil {
-			return err
-		}
-		if c != 0 {
+			return nil
+		},
+		ir.OpLoad:      memRule((*block).load),
+		ir.OpStore:     memRule((*block).store),
+		ir.OpAtomic:    memRule((*block).atomicOp),
+		ir.OpLDSStore:  memRule((*block).ldsStore),
+		ir.OpLDSLoad:   memRule((*block).ldsLoad),
+		ir.OpLDSReduce: memRule((*block).ldsReduce),
+		ir.OpBarrier: func(b *block, _ *ir.Value, _ []uint64) error {
+			b.race.barrier()
+			return nil
+		},
+		ir.OpLDSCopy:   memRule((*block).ldsCopy),
+		ir.OpAsyncWait: memRule((*block).asyncWait),
+		ir.OpSignal:    memRule((*block).signal),
+		ir.OpWait:      memRule((*block).wait),
+		ir.OpFor:       memRule((*block).loop),
+		ir.OpIf: func(b *block, v *ir.Value, _ []uint64) error {
+			c, err := b.uniform(v.Args[0], "the if condition")
+			if err != nil || c == 0 {
+				return err
+			}
 			return b.exec(v.Body)
+		},
+		ir.OpYield:   func(*block, *ir.Value, []uint64) error { return nil }, // set by loop
+		ir.OpLoopVar: func(*block, *ir.Value, []uint64) error { return nil },
+		ir.OpForResult: func(b *block, v *ir.Value, out []uint64) error {
+			_, carried := v.Args[0].ForVars()
+			copy(out, b.file(carried[v.Index()]))
+			return nil
+		},
+		ir.OpWhere:  (*block).where,
+		ir.OpFMA:    (*block).fma,
+		ir.OpPtrAdd: (*block).ptrAdd,
+		ir.OpAssume: (*block).assume,
+	}
+}
+
+// memRule is a step rule of a method that needs only the value.
+func memRule(f func(b *block, v *ir.Value) error) stepRule {
+	return func(b *block, v *ir.Value, _ []uint64) error { return f(b, v) }
+}
+
+// argument is a parameter's or a size's value: the launch's argument.
+func argument(b *block, v *ir.Value, out []uint64) error {
+	for i, p := range b.m.f.Params {
+		if p == v {
+			out[0] = b.m.args[i]
 		}
-	case ir.OpYield, ir.OpLoopVar:
-		// Set by loop.
-	case ir.OpForResult:
-		_, carried := v.Args[0].ForVars()
-		copy(out, b.file(carried[v.Index()]))
-	default:
-		if !v.Op.IsElementwise() || !v.Op.InPhase(ir.PhaseLanes) {
-			panic("BUG: interp has no case for " + v.Op.Name())
-		}
-		return b.elementwise(v)
 	}
 	return nil
 }
@@ -417,61 +454,72 @@ func (b *block) loop(v *ir.Value) error {
 	return nil
 }
 
+func (b *block) where(v *ir.Value, out []uint64) error {
+	lanes, regs := b.shape(v)
+	c, x, y := b.op(v.Args[0]), b.op(v.Args[1]), b.op(v.Args[2])
+	for t := range lanes {
+		for r := range regs {
+			if c.at(t, r) != 0 {
+				out[t*regs+r] = x.at(t, r)
+			} else {
+				out[t*regs+r] = y.at(t, r)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *block) fma(v *ir.Value, out []uint64) error {
+	lanes, regs := b.shape(v)
+	x, y, z := b.op(v.Args[0]), b.op(v.Args[1]), b.op(v.Args[2])
+	for t := range lanes {
+		for r := range regs {
+			f := ir.FMAF32(math.Float32frombits(uint32(x.at(t, r))), math.Float32frombits(uint32(y.at(t, r))), math.Float32frombits(uint32(z.at(t, r))))
+			out[t*regs+r] = uint64(math.Float32bits(f))
+		}
+	}
+	return nil
+}
+
+func (b *block) ptrAdd(v *ir.Value, out []uint64) error {
+	lanes, regs := b.shape(v)
+	p, o := b.op(v.Args[0]), b.op(v.Args[1])
+	size := int64(v.Args[0].Type.DType.Elem().Bytes())
+	od := v.Args[1].Type.DType
+	for t := range lanes {
+		for r := range regs {
+			buf, off := ptr(p.at(t, r))
+			i := int64(o.at(t, r))
+			if od == ir.I32 {
+				i = int64(int32(i))
+			}
+			out[t*regs+r] = uint64(buf)<<48 | uint64(off+i*size)&(1<<48-1)
+		}
+	}
+	return nil
+}
+
+func (b *block) assume(v *ir.Value, out []uint64) error {
+	lanes, regs := b.shape(v)
+	x := b.op(v.Args[0])
+	div := uint64(v.Assumption().Div)
+	for t := range lanes {
+		for r := range regs {
+			e := x.at(t, r)
+			if int64(e)%int64(div) != 0 {
+				return fmt.Errorf("%s: the kernel asserts a multiple of %d, lane %d register %d holds %d", where(v), div, t, r, int64(e))
+			}
+			out[t*regs+r] = e
+		}
+	}
+	return nil
+}
+
+// elementwise evaluates an arithmetic op through ir's evaluation rules.
 func (b *block) elementwise(v *ir.Value) error {
 	out := b.file(v)
 	lanes, regs := b.shape(v)
 	d := v.Args[0].Type.DType
-	switch v.Op {
-	case ir.OpWhere:
-		c, x, y := b.op(v.Args[0]), b.op(v.Args[1]), b.op(v.Args[2])
-		for t := range lanes {
-			for r := range regs {
-				if c.at(t, r) != 0 {
-					out[t*regs+r] = x.at(t, r)
-				} else {
-					out[t*regs+r] = y.at(t, r)
-				}
-			}
-		}
-		return nil
-	case ir.OpFMA:
-		x, y, z := b.op(v.Args[0]), b.op(v.Args[1]), b.op(v.Args[2])
-		for t := range lanes {
-			for r := range regs {
-				f := ir.FMAF32(math.Float32frombits(uint32(x.at(t, r))), math.Float32frombits(uint32(y.at(t, r))), math.Float32frombits(uint32(z.at(t, r))))
-				out[t*regs+r] = uint64(math.Float32bits(f))
-			}
-		}
-		return nil
-	case ir.OpPtrAdd:
-		p, o := b.op(v.Args[0]), b.op(v.Args[1])
-		size := int64(d.Elem().Bytes())
-		od := v.Args[1].Type.DType
-		for t := range lanes {
-			for r := range regs {
-				buf, off := ptr(p.at(t, r))
-				i := int64(o.at(t, r))
-				if od == ir.I32 {
-					i = int64(int32(i))
-				}
-				out[t*regs+r] = uint64(buf)<<48 | uint64(off+i*size)&(1<<48-1)
-			}
-		}
-		return nil
-	case ir.OpAssume:
-		x := b.op(v.Args[0])
-		div := uint64(v.Assumption().Div)
-		for t := range lanes {
-			for r := range regs {
-				e := x.at(t, r)
-				if int64(e)%int64(div) != 0 {
-					return fmt.Errorf("%s: the kernel asserts a multiple of %d, lane %d register %d holds %d", where(v), div, t, r, int64(e))
-				}
-				out[t*regs+r] = e
-			}
-		}
-		return nil
-	}
 	if len(v.Args) == 1 {
 		x := b.op(v.Args[0])
 		for t := range lanes {
