@@ -198,13 +198,14 @@ func (p Phase) String() string {
 type Role uint8
 
 const (
-	RoleX     Role = iota + 1 // an operand of a computation
-	RolePtr                   // the address of a global access
-	RoleData                  // the value a store or atomic writes
-	RoleMask                  // where an access happens
-	RoleOther                 // what a masked-off load yields
-	RoleCond                  // a condition
-	RoleLo                    // loop bounds
+	RoleX      Role = iota + 1 // an operand of a computation
+	RolePtr                    // the address of a global access
+	RoleOffset                 // what a pointer is moved by
+	RoleData                   // the value a store or atomic writes
+	RoleMask                   // where an access happens
+	RoleOther                  // what a masked-off load yields
+	RoleCond                   // a condition
+	RoleLo                     // loop bounds
 	RoleHi
 	RoleStep
 	RoleInit  // a loop's initial carried values (variadic)
@@ -346,7 +347,7 @@ func opTable() [numOps]opInfo {
 		OpBitcast:   unary("bitcast", checkBitcast),
 		OpWhere:     {name: "where", roles: []Role{RoleCond, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkWhere},
 		OpFMA:       {name: "fma", roles: []Role{RoleX, RoleX, RoleX}, phase: all, result: true, elem: true, check: checkFMA},
-		OpPtrAdd:    {name: "ptr_add", cost: CostFree, roles: []Role{RolePtr, RoleX}, phase: all, result: true, elem: true, check: checkPtrAdd},
+		OpPtrAdd:    {name: "ptr_add", cost: CostFree, roles: []Role{RolePtr, RoleOffset}, phase: all, result: true, elem: true, check: checkPtrAdd},
 		OpAssume:    {name: "assume", move: true, roles: rX, phase: all, result: true, elem: true, attr: tAssume, check: checkAssume},
 		OpLoad:      {name: "load", cost: CostVector, roles: rLoad, phase: all, result: true, elem: true, attr: tMem, effect: ReadsMem, check: checkLoad},
 		OpStore:     {name: "store", cost: CostVector, roles: rRMW, phase: all, elem: true, attr: tMem, effect: WritesMem, check: checkStore},

@@ -67,6 +67,130 @@ func corners(a, b span, f func(x, y int64) int64) span {
 	return s
 }
 
+// spanner is what a range rule knows: the value, its operands' ranges,
+// the launch; a rule sets bad to a loop whose counter may overflow.
+type spanner struct {
+	v     *Value
+	get   func(*Value) span
+	grid  [3]int
+	sizes map[string]int64
+	bad   *Value
+}
+
+// a is operand i's range.
+func (z *spanner) a(i int) span { return z.get(z.v.Args[i]) }
+
+// full is the range of the value's type.
+func (z *spanner) full() span { return fullOf(z.v.Type.DType) }
+
+// spanRules bound an integer or bool op's value (moves keep their
+// operand's; an op without a rule has its type's whole range).
+var spanRules = Rules[func(z *spanner) span]{
+	OpConst: func(z *spanner) span {
+		c := z.v.Const().Int
+		return span{c, c}
+	},
+	OpSize: func(z *spanner) span {
+		if n, ok := z.sizes[z.v.ArgName()]; ok {
+			return span{n, n}
+		}
+		return z.full()
+	},
+	OpProgramID: func(z *spanner) span { return span{0, int64(max(z.grid[z.v.Axis()], 1)) - 1} },
+	OpNumPrograms: func(z *spanner) span {
+		g := int64(z.grid[z.v.Axis()])
+		return span{g, g}
+	},
+	OpArange: func(z *spanner) span { return span{0, int64(z.v.Index()) - 1} },
+	OpAdd:    func(z *spanner) span { return span{satAdd(z.a(0).lo, z.a(1).lo), satAdd(z.a(0).hi, z.a(1).hi)} },
+	OpSub:    func(z *spanner) span { return span{satAdd(z.a(0).lo, -z.a(1).hi), satAdd(z.a(0).hi, -z.a(1).lo)} },
+	OpMul:    func(z *spanner) span { return corners(z.a(0), z.a(1), satMul) },
+	OpDiv: func(z *spanner) span {
+		if b := z.a(1); b.lo > 0 || b.hi < 0 {
+			return corners(z.a(0), b, func(x, y int64) int64 { return x / y })
+		}
+		return z.full()
+	},
+	OpRem: func(z *spanner) span {
+		b := z.a(1)
+		if b.lo <= 0 {
+			return z.full()
+		}
+		if z.a(0).lo >= 0 {
+			return span{0, min(z.a(0).hi, b.hi-1)}
+		}
+		return span{-(b.hi - 1), b.hi - 1}
+	},
+	OpMax: func(z *spanner) span { return span{max(z.a(0).lo, z.a(1).lo), max(z.a(0).hi, z.a(1).hi)} },
+	OpMin: func(z *spanner) span { return span{min(z.a(0).lo, z.a(1).lo), min(z.a(0).hi, z.a(1).hi)} },
+	OpNeg: func(z *spanner) span { return span{-z.a(0).hi, -z.a(0).lo} },
+	OpAbs: func(z *spanner) span {
+		if x := z.a(0); x.lo < 0 {
+			return span{0, max(-x.lo, x.hi)}
+		}
+		return z.a(0)
+	},
+	OpAnd: func(z *spanner) span {
+		switch x, y := z.a(0), z.a(1); {
+		case x.lo >= 0 && y.lo >= 0:
+			return span{0, min(x.hi, y.hi)}
+		case x.lo >= 0:
+			return span{0, x.hi}
+		case y.lo >= 0:
+			return span{0, y.hi}
+		}
+		return z.full()
+	},
+	OpShr:  shiftSpan,
+	OpShrU: shiftSpan,
+	OpLt:   boolSpan,
+	OpLe:   boolSpan,
+	OpGt:   boolSpan,
+	OpGe:   boolSpan,
+	OpEq:   boolSpan,
+	OpNe:   boolSpan,
+	OpCast: func(z *spanner) span {
+		if src := z.v.Args[0].Type.DType; src.IsInt() || src.K == KBool {
+			return z.a(0)
+		}
+		return z.full() // a float converted saturates
+	},
+	OpWhere: func(z *spanner) span {
+		x, y := z.a(1), z.a(2)
+		return span{min(x.lo, y.lo), max(x.hi, y.hi)}
+	},
+	OpReduce: func(z *spanner) span {
+		if k := z.v.Reduction().Kind; k == RMax || k == RMin {
+			return z.a(0)
+		}
+		// a sum of n terms
+		n := int64(z.v.Args[0].Type.Shape[z.v.Reduction().Axis])
+		return span{satMul(z.a(0).lo, n), satMul(z.a(0).hi, n)}
+	},
+	OpLoopVar: func(z *spanner) span {
+		if z.v.Index() != 0 {
+			return z.full()
+		}
+		// i in [lo, hi): i + step must not overflow either
+		loop := z.v.Loop()
+		lo, hi, step := z.get(loop.Args[0]), z.get(loop.Args[1]), z.get(loop.Args[2])
+		s := span{lo.lo, max(lo.lo, hi.hi-1)}
+		if z.v.Type.DType.K == KI32 && satAdd(s.hi, step.hi) > math.MaxInt32 {
+			z.bad = loop
+		}
+		return s
+	},
+}
+
+func shiftSpan(z *spanner) span {
+	if x, y := z.a(0), z.a(1); x.lo >= 0 && y.lo >= 0 && y.hi < 63 {
+		return span{x.lo >> y.hi, x.hi >> y.lo}
+	}
+	return z.full()
+}
+
+func boolSpan(*spanner) span { return span{0, 1} }
+
 // IndexOverflow finds a 32-bit value of f's index arithmetic — what
 // reaches a pointer offset or a loop bound — that can leave the 32-bit
 // range when the kernel runs over grid with the given sizes: a row index
@@ -89,111 +213,15 @@ func (f *Func) IndexOverflow(grid [3]int, sizes map[string]int64) *Value {
 		if !d.IsInt() && d.K != KBool {
 			return
 		}
-		a := func(i int) span { return get(v.Args[i]) }
-		var s span
-		switch v.Op {
-		case OpConst:
-			c := v.Const().Int
-			s = span{c, c}
-		case OpSize:
-			n, ok := sizes[v.ArgName()]
-			if !ok {
-				s = fullOf(d)
-			} else {
-				s = span{n, n}
-			}
-		case OpProgramID:
-			s = span{0, int64(max(grid[v.Axis()], 1)) - 1}
-		case OpNumPrograms:
-			g := int64(grid[v.Axis()])
-			s = span{g, g}
-		case OpArange:
-			s = span{0, int64(v.Index()) - 1}
-		case OpSplat, OpExpandDims, OpBroadcast, OpTrans, OpRotate, OpAssume:
-			s = a(0)
-		case OpAdd:
-			s = span{satAdd(a(0).lo, a(1).lo), satAdd(a(0).hi, a(1).hi)}
-		case OpSub:
-			s = span{satAdd(a(0).lo, -a(1).hi), satAdd(a(0).hi, -a(1).lo)}
-		case OpMul:
-			s = corners(a(0), a(1), satMul)
-		case OpDiv:
-			if b := a(1); b.lo > 0 || b.hi < 0 {
-				s = corners(a(0), b, func(x, y int64) int64 { return x / y })
-			} else {
-				s = fullOf(d)
-			}
-		case OpRem:
-			if b := a(1); b.lo > 0 {
-				s = span{-(b.hi - 1), b.hi - 1}
-				if a(0).lo >= 0 {
-					s = span{0, min(a(0).hi, b.hi-1)}
-				}
-			} else {
-				s = fullOf(d)
-			}
-		case OpMax:
-			s = span{max(a(0).lo, a(1).lo), max(a(0).hi, a(1).hi)}
-		case OpMin:
-			s = span{min(a(0).lo, a(1).lo), min(a(0).hi, a(1).hi)}
-		case OpNeg:
-			s = span{-a(0).hi, -a(0).lo}
-		case OpAbs:
-			x := a(0)
-			s = span{0, max(-x.lo, x.hi)}
-			if x.lo >= 0 {
-				s = x
-			}
-		case OpAnd:
-			switch x, y := a(0), a(1); {
-			case x.lo >= 0 && y.lo >= 0:
-				s = span{0, min(x.hi, y.hi)}
-			case x.lo >= 0:
-				s = span{0, x.hi}
-			case y.lo >= 0:
-				s = span{0, y.hi}
-			default:
-				s = fullOf(d)
-			}
-		case OpShr, OpShrU:
-			if x, y := a(0), a(1); x.lo >= 0 && y.lo >= 0 && y.hi < 63 {
-				s = span{x.lo >> y.hi, x.hi >> y.lo}
-			} else {
-				s = fullOf(d)
-			}
-		case OpLt, OpLe, OpGt, OpGe, OpEq, OpNe:
-			s = span{0, 1}
-		case OpCast:
-			if src := v.Args[0].Type.DType; src.IsInt() || src.K == KBool {
-				s = a(0)
-			} else {
-				s = fullOf(d) // a float converted saturates
-			}
-		case OpWhere:
-			x, y := a(1), a(2)
-			s = span{min(x.lo, y.lo), max(x.hi, y.hi)}
-		case OpReduce:
-			if k := v.Reduction().Kind; k == RMax || k == RMin {
-				s = a(0)
-			} else { // a sum of n terms
-				n := int64(v.Args[0].Type.Shape[v.Reduction().Axis])
-				s = span{satMul(a(0).lo, n), satMul(a(0).hi, n)}
-			}
-		case OpFor:
-			return
-		case OpLoopVar:
-			if v.Index() == 0 { // i in [lo, hi): i + step must not overflow either
-				loop := v.Loop()
-				lo, hi, step := get(loop.Args[0]), get(loop.Args[1]), get(loop.Args[2])
-				s = span{lo.lo, max(lo.lo, hi.hi-1)}
-				if d.K == KI32 && satAdd(s.hi, step.hi) > math.MaxInt32 && bad == nil {
-					bad = loop
-				}
-			} else {
-				s = fullOf(d)
-			}
-		default:
-			s = fullOf(d)
+		z := spanner{v: v, get: get, grid: grid, sizes: sizes}
+		s := fullOf(d)
+		if v.Op.IsMove() {
+			s = z.a(0)
+		} else if rule := spanRules.Of(v.Op); rule != nil {
+			s = rule(&z)
+		}
+		if bad == nil {
+			bad = z.bad
 		}
 		r[v] = s
 	})
@@ -204,11 +232,10 @@ func (f *Func) IndexOverflow(grid [3]int, sizes map[string]int64) *Value {
 	// bounds, through integer values.
 	var roots []*Value
 	f.Walk(func(v *Value) {
-		switch v.Op {
-		case OpPtrAdd:
-			roots = append(roots, v.Args[1])
-		case OpFor:
-			roots = append(roots, v.Args[:3]...)
+		for i, a := range v.Args {
+			if r := v.RoleOf(i); r == RoleOffset || r == RoleLo || r == RoleHi || r == RoleStep {
+				roots = append(roots, a)
+			}
 		}
 	})
 	seen := map[*Value]bool{}

@@ -285,8 +285,8 @@ var mutants = []mutant{
 	// The index width: chosen from what the tiles reach, not only the elements.
 	{
 		file:   "ir/ranges.go",
-		old:    "s = corners(a(0), a(1), satMul)",
-		new:    "s = span{satMul(a(0).lo, a(1).lo), satMul(a(0).lo, a(1).hi)}",
+		old:    "return corners(z.a(0), z.a(1), satMul)",
+		new:    "return span{satMul(z.a(0).lo, z.a(1).lo), satMul(z.a(0).lo, z.a(1).hi)}",
 		pkgs:   []string{"./ir"},
 		tests:  "TestIndexOverflow",
 		reason: "the range of a product ignores its first operand's upper bound (a tile's last row)",
@@ -540,8 +540,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ir/signs.go",
-		old:    "case OpMax, OpMin: // maxNum returns an operand\n\t\t\treturn arg(0) && arg(1)",
-		new:    "case OpMax, OpMin: // maxNum returns an operand\n\t\t\treturn arg(0) || arg(1)",
+		old:    "OpMax:   func(_ *Value, arg func(int) bool) bool { return arg(0) && arg(1) },",
+		new:    "OpMax:   func(_ *Value, arg func(int) bool) bool { return arg(0) || arg(1) },",
 		pkgs:   []string{"./ir"},
 		tests:  "TestNoNegZero",
 		reason: "a max with one raw operand counts as never -0",
@@ -564,8 +564,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ir/signs.go",
-		old:    "\t\tcase OpAbs:\n\t\t\treturn arg(0)",
-		new:    "\t\tcase OpAbs:\n\t\t\treturn true",
+		old:    "OpAbs:   func(_ *Value, arg func(int) bool) bool { return arg(0) },",
+		new:    "OpAbs:   func(_ *Value, arg func(int) bool) bool { return true },",
 		pkgs:   []string{"./ir"},
 		tests:  "TestNoNaN",
 		reason: "the absolute value of a NaN counts as never NaN",
