@@ -46,101 +46,12 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 		}
 		return axisInfo{contig: ones(v.Type.Rank()), constant: ones(v.Type.Rank()), convex: ones(v.Type.Rank()), div: 1}
 	}
+	z := axes{get: get, cfg: cfg}
 	f.Walk(func(v *ir.Value) {
 		r := v.Type.Rank()
 		a := axisInfo{contig: ones(r), constant: ones(r), convex: ones(r), div: 1}
-		switch v.Op {
-		case ir.OpConst:
-			a.div = divOf(v.Const().Int)
-		case ir.OpSize:
-			if d, ok := cfg.Div[v.ArgName()]; ok {
-				a.div = d
-			}
-		case ir.OpParam:
-			a.div = 16 / v.Type.DType.Elem().Bytes() // device allocations are 16-byte aligned at least
-		case ir.OpArange:
-			a.contig[0], a.div = v.Type.Shape[0], maxDiv
-		case ir.OpLoopVar:
-			if v.Index() == 0 {
-				loop := v.Loop()
-				a.div = min(get(loop.Args[0]).div, get(loop.Args[2]).div)
-			}
-		case ir.OpSplat:
-			a.constant, a.div = append([]int(nil), v.Type.Shape...), get(v.Args[0]).div
-			a.convex = append([]int(nil), v.Type.Shape...)
-		case ir.OpExpandDims:
-			x := get(v.Args[0])
-			ax := v.Axis()
-			a.contig = insert(x.contig, ax)
-			a.constant = insert(x.constant, ax)
-			a.convex = insert(x.convex, ax)
-			a.div = x.div
-		case ir.OpBroadcast:
-			x := get(v.Args[0])
-			for i, s := range v.Args[0].Type.Shape {
-				if s == 1 {
-					a.constant[i], a.convex[i] = v.Type.Shape[i], v.Type.Shape[i]
-				} else {
-					a.contig[i], a.constant[i], a.convex[i] = x.contig[i], x.constant[i], x.convex[i]
-				}
-			}
-			a.div = x.div
-		case ir.OpAdd, ir.OpPtrAdd, ir.OpSub:
-			x, y := get(v.Args[0]), get(v.Args[1])
-			for i := 0; i < r; i++ {
-				a.constant[i] = min(x.constant[i], y.constant[i])
-				a.contig[i] = max(min(x.contig[i], y.constant[i]), 1)
-				if v.Op != ir.OpSub {
-					a.contig[i] = max(a.contig[i], min(x.constant[i], y.contig[i]))
-				}
-			}
-			a.div = min(x.div, y.div)
-		case ir.OpMul:
-			// A product is no longer contiguous, so each element starts a run:
-			// an operand's runs of x0, x0+1, … divide only by 1 element-wise.
-			x, y := get(v.Args[0]), get(v.Args[1])
-			for i := 0; i < r; i++ {
-				a.constant[i] = min(x.constant[i], y.constant[i])
-			}
-			a.div = min(x.elemDiv()*y.elemDiv(), maxDiv)
-		case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
-			// x < K over an aligned run of x0, x0+1, … is constant over blocks
-			// of any power of two dividing both x0 and K: the comparison
-			// cannot change inside such a block.
-			x, y := get(v.Args[0]), get(v.Args[1])
-			for i := 0; i < r; i++ {
-				a.constant[i] = min(x.constant[i], y.constant[i])
-				g := max(min(x.contig[i], y.constant[i], x.div, y.elemDiv()), min(y.contig[i], x.constant[i], y.div, x.elemDiv()))
-				a.constant[i] = max(a.constant[i], pow2Floor(g))
-				// Over a run of x0, x0+1, … against a constant, an order
-				// comparison holds on a prefix or a suffix and == on one
-				// element at most: an interval (!= is not one).
-				if v.Op != ir.OpNe {
-					a.convex[i] = pow2Floor(max(min(x.contig[i], y.constant[i]), min(y.contig[i], x.constant[i])))
-				}
-			}
-		case ir.OpAnd, ir.OpOr:
-			// Constant over a block only where both operands are; two
-			// intervals meet in an interval (their union need not be one).
-			x, y := get(v.Args[0]), get(v.Args[1])
-			for i := 0; i < r; i++ {
-				a.constant[i] = min(x.constant[i], y.constant[i])
-				if v.Op == ir.OpAnd {
-					a.convex[i] = min(x.convex[i], y.convex[i])
-				}
-			}
-		case ir.OpCast:
-			if v.Type.DType.IsInt() && v.Args[0].Type.DType.IsInt() {
-				a = get(v.Args[0]) // widening keeps runs and divisors
-			}
-		case ir.OpAssume:
-			x, h := get(v.Args[0]), v.Assumption()
-			a = axisInfo{contig: append([]int(nil), x.contig...), constant: append([]int(nil), x.constant...), convex: append([]int(nil), x.convex...), div: max(x.div, h.Div)}
-			if r > 0 {
-				a.contig[r-1] = max(a.contig[r-1], min(h.Contig, v.Type.Shape[r-1]))
-			}
-		case ir.OpConvert:
-			a = get(v.Args[0])
+		if rule := axisRules.Of(v.Op); rule != nil {
+			rule(z, v, &a)
 		}
 		for i := range a.convex {
 			a.convex[i] = max(a.convex[i], a.constant[i]) // constant is convex
@@ -148,6 +59,144 @@ func analyze(f *ir.Func, cfg *Config) map[*ir.Value]axisInfo {
 		m[v] = a
 	})
 	return m
+}
+
+// axes is what an axis rule reads: its operands' facts, the config's
+// divisors of the sizes.
+type axes struct {
+	get func(*ir.Value) axisInfo
+	cfg *Config
+}
+
+// An axis rule refines a, v's facts (each axis a run of one element, the
+// divisor 1), from v's operands.
+type axisRule func(z axes, v *ir.Value, a *axisInfo)
+
+var axisRules = ir.Rules[axisRule]{
+	ir.OpConst: func(_ axes, v *ir.Value, a *axisInfo) { a.div = divOf(v.Const().Int) },
+	ir.OpSize: func(z axes, v *ir.Value, a *axisInfo) {
+		if d, ok := z.cfg.Div[v.ArgName()]; ok {
+			a.div = d
+		}
+	},
+	ir.OpParam: func(_ axes, v *ir.Value, a *axisInfo) {
+		a.div = 16 / v.Type.DType.Elem().Bytes() // device allocations are 16-byte aligned at least
+	},
+	ir.OpArange: func(_ axes, v *ir.Value, a *axisInfo) { a.contig[0], a.div = v.Type.Shape[0], maxDiv },
+	ir.OpLoopVar: func(z axes, v *ir.Value, a *axisInfo) {
+		if v.Index() == 0 {
+			loop := v.Loop()
+			a.div = min(z.get(loop.Args[0]).div, z.get(loop.Args[2]).div)
+		}
+	},
+	ir.OpSplat: func(z axes, v *ir.Value, a *axisInfo) {
+		a.constant, a.div = append([]int(nil), v.Type.Shape...), z.get(v.Args[0]).div
+		a.convex = append([]int(nil), v.Type.Shape...)
+	},
+	ir.OpExpandDims: func(z axes, v *ir.Value, a *axisInfo) {
+		x := z.get(v.Args[0])
+		ax := v.Axis()
+		a.contig = insert(x.contig, ax)
+		a.constant = insert(x.constant, ax)
+		a.convex = insert(x.convex, ax)
+		a.div = x.div
+	},
+	ir.OpBroadcast: func(z axes, v *ir.Value, a *axisInfo) {
+		x := z.get(v.Args[0])
+		for i, s := range v.Args[0].Type.Shape {
+			if s == 1 {
+				a.constant[i], a.convex[i] = v.Type.Shape[i], v.Type.Shape[i]
+			} else {
+				a.contig[i], a.constant[i], a.convex[i] = x.contig[i], x.constant[i], x.convex[i]
+			}
+		}
+		a.div = x.div
+	},
+	ir.OpAdd:    sumAxes(false),
+	ir.OpPtrAdd: sumAxes(false),
+	ir.OpSub:    sumAxes(true),
+	ir.OpMul: func(z axes, v *ir.Value, a *axisInfo) {
+		// A product is no longer contiguous, so each element starts a run:
+		// an operand's runs of x0, x0+1, … divide only by 1 element-wise.
+		x, y := z.get(v.Args[0]), z.get(v.Args[1])
+		for i := range a.constant {
+			a.constant[i] = min(x.constant[i], y.constant[i])
+		}
+		a.div = min(x.elemDiv()*y.elemDiv(), maxDiv)
+	},
+	ir.OpLt: compareAxes(true),
+	ir.OpLe: compareAxes(true),
+	ir.OpGt: compareAxes(true),
+	ir.OpGe: compareAxes(true),
+	ir.OpEq: compareAxes(true),
+	// != of a run against a constant fails on one element at most: its
+	// truth is no interval.
+	ir.OpNe:  compareAxes(false),
+	ir.OpAnd: logicAxes(true),
+	ir.OpOr:  logicAxes(false),
+	ir.OpCast: func(z axes, v *ir.Value, a *axisInfo) {
+		if v.Type.DType.IsInt() && v.Args[0].Type.DType.IsInt() {
+			*a = z.get(v.Args[0]) // widening keeps runs and divisors
+		}
+	},
+	ir.OpAssume: func(z axes, v *ir.Value, a *axisInfo) {
+		x, h := z.get(v.Args[0]), v.Assumption()
+		*a = axisInfo{contig: append([]int(nil), x.contig...), constant: append([]int(nil), x.constant...), convex: append([]int(nil), x.convex...), div: max(x.div, h.Div)}
+		if r := v.Type.Rank(); r > 0 {
+			a.contig[r-1] = max(a.contig[r-1], min(h.Contig, v.Type.Shape[r-1]))
+		}
+	},
+	ir.OpConvert: func(z axes, v *ir.Value, a *axisInfo) { *a = z.get(v.Args[0]) },
+}
+
+// sumAxes is the rule of x + y (and of x − y, whose runs come from x
+// alone: a run of y would count down).
+func sumAxes(sub bool) axisRule {
+	return func(z axes, v *ir.Value, a *axisInfo) {
+		x, y := z.get(v.Args[0]), z.get(v.Args[1])
+		for i := range a.constant {
+			a.constant[i] = min(x.constant[i], y.constant[i])
+			a.contig[i] = max(min(x.contig[i], y.constant[i]), 1)
+			if !sub {
+				a.contig[i] = max(a.contig[i], min(x.constant[i], y.contig[i]))
+			}
+		}
+		a.div = min(x.div, y.div)
+	}
+}
+
+// compareAxes is a comparison's rule: x < K over an aligned run of x0,
+// x0+1, … is constant over blocks of any power of two dividing both x0
+// and K, where the comparison cannot change; and over a run against a
+// constant an order comparison holds on a prefix or a suffix and == on one
+// element at most: an interval (where interval says so).
+func compareAxes(interval bool) axisRule {
+	return func(z axes, v *ir.Value, a *axisInfo) {
+		x, y := z.get(v.Args[0]), z.get(v.Args[1])
+		for i := range a.constant {
+			a.constant[i] = min(x.constant[i], y.constant[i])
+			g := max(min(x.contig[i], y.constant[i], x.div, y.elemDiv()), min(y.contig[i], x.constant[i], y.div, x.elemDiv()))
+			a.constant[i] = max(a.constant[i], pow2Floor(g))
+			if interval {
+				a.convex[i] = pow2Floor(max(min(x.contig[i], y.constant[i]), min(y.contig[i], x.constant[i])))
+			}
+		}
+	}
+}
+
+// logicAxes is && and ||: constant over a block only where both operands
+// are; two intervals meet in an interval (and), their union need not be
+// one.
+func logicAxes(and bool) axisRule {
+	return func(z axes, v *ir.Value, a *axisInfo) {
+		x, y := z.get(v.Args[0]), z.get(v.Args[1])
+		for i := range a.constant {
+			a.constant[i] = min(x.constant[i], y.constant[i])
+			if and {
+				a.convex[i] = min(x.convex[i], y.convex[i])
+			}
+		}
+	}
 }
 
 // pow2Floor is the largest power of two not above n (1 for n < 2).

@@ -443,23 +443,26 @@ func (e *expander) remap(v, x *ir.Value) *ir.Value {
 	m := make([]int, n)
 	for r := range m {
 		c, _ := t.Layout.Elem(t.Shape, 0, r)
-		var src []int
-		switch v.Op {
-		case ir.OpBroadcast:
-			for a, ext := range s.Shape {
-				if ext == 1 {
-					c[a] = 0
-				}
-			}
-			src = c
-		case ir.OpTrans:
-			src = []int{c[1], c[0]}
-		case ir.OpExpandDims:
-			src = append(append([]int(nil), c[:v.Axis()]...), c[v.Axis()+1:]...)
-		}
-		m[r] = s.Layout.RegOf(s.Shape, src)
+		m[r] = s.Layout.RegOf(s.Shape, sourceCoord.Of(v.Op)(v, c))
 	}
 	return e.gather(x, m)
+}
+
+// sourceCoord is, for each op remap lowers, the operand's coordinate of
+// the result's element at c (c may be reused).
+var sourceCoord = ir.Rules[func(v *ir.Value, c []int) []int]{
+	ir.OpBroadcast: func(v *ir.Value, c []int) []int {
+		for a, ext := range v.Args[0].Type.Shape {
+			if ext == 1 {
+				c[a] = 0
+			}
+		}
+		return c
+	},
+	ir.OpTrans: func(_ *ir.Value, c []int) []int { return []int{c[1], c[0]} },
+	ir.OpExpandDims: func(v *ir.Value, c []int) []int {
+		return append(append([]int(nil), c[:v.Axis()]...), c[v.Axis()+1:]...)
+	},
 }
 
 // gather is gather_regs, or x itself for the identity.

@@ -214,69 +214,118 @@ func assignLayout(f *ir.Func, cfg *Config) error {
 	return nil
 }
 
-// derived reports whether v's layout follows from its operand's alone, so
-// that users never choose it: a reduction's is the slice of its operand's,
-// a load's (and a stage's) its pointer's anchor (or the spread layout), an
+// A layoutRule is how an op's layout relates to its operands'. A nil
+// function is the elementwise rule: one layout for the result and every
+// tile operand (ops that are not elementwise then have none).
+type layoutRule struct {
+	// derived: the layout follows from the operand's alone, so that
+	// users never choose it.
+	derived bool
+	// forward is the layout v takes from its operands, or nil.
+	forward func(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread *ir.Layout) *ir.Layout
+	// backward is the layout v wants for operand j, given its own l.
+	backward func(v *ir.Value, j int, l *ir.Layout) *ir.Layout
+	// need is the layout operand j must have (nil: any); nil here is
+	// backward's rule at v's own layout.
+	need func(v *ir.Value, j int) *ir.Layout
+}
+
+// layoutRules: a reduction's layout is the slice of its operand's, a
+// load's (and a stage's) its pointer's anchor (or the spread layout), an
 // atomic's its pointer's, a loop result's the layout its value is carried
 // in, an unstage's the anchor of its shape.
-func derived(v *ir.Value) bool {
-	switch v.Op {
-	case ir.OpReduce, ir.OpLoad, ir.OpAtomic, ir.OpForResult, ir.OpStage, ir.OpUnstage:
-		return true
-	}
-	return false
+var layoutRules = ir.Rules[layoutRule]{
+	ir.OpStage: {derived: true, forward: func(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		return anchorOf(v.Ptr(), v.Type.DType)
+	}},
+	ir.OpLoad: {derived: true, forward: func(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread *ir.Layout) *ir.Layout {
+		if v.Mem().Spread {
+			return spread
+		}
+		return anchorOf(v.Ptr(), v.Type.DType)
+	}},
+	ir.OpAtomic: {derived: true, forward: func(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		return v.Ptr().Type.Layout // its old values come back where it accesses memory
+	}, backward: pointers},
+	ir.OpStore: {backward: pointers},
+	ir.OpReduce: {derived: true, forward: func(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		if l := v.Args[0].Type.Layout; l != nil {
+			return l.Slice(v.Reduction().Axis)
+		}
+		return nil
+	}, backward: noLayout},
+	ir.OpExpandDims: {forward: func(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		if l := v.Args[0].Type.Layout; l != nil {
+			if e, ok := l.Expand(v.Axis()); ok {
+				return e
+			}
+		}
+		return nil
+	}, backward: func(v *ir.Value, _ int, l *ir.Layout) *ir.Layout { return l.Slice(v.Axis()) }},
+	ir.OpTrans: {forward: func(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		if l := v.Args[0].Type.Layout; l != nil {
+			return l.Trans()
+		}
+		return nil
+	}, backward: func(_ *ir.Value, _ int, l *ir.Layout) *ir.Layout { return l.Trans() }},
+	ir.OpBroadcast: {forward: operandsLayout, backward: ownLayout},
+	ir.OpRotate:    {forward: operandsLayout, backward: ownLayout},
+	ir.OpForResult: {derived: true, forward: func(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		_, carried := v.Args[0].ForVars()
+		return carried[v.Index()].Type.Layout
+	}, backward: noLayout},
+	ir.OpLoopVar: {forward: func(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+		if v.Index() == 0 {
+			return nil
+		}
+		loop := v.Loop()
+		if l := loop.Args[2+v.Index()].Type.Layout; l != nil {
+			return l
+		}
+		return loop.Yield().Args[v.Index()-1].Type.Layout
+	}},
+	ir.OpYield: {backward: func(v *ir.Value, j int, _ *ir.Layout) *ir.Layout {
+		_, carried := v.Block.Parent.ForVars()
+		return carried[j].Type.Layout
+	}},
+	ir.OpFor: {backward: noLayout, need: func(v *ir.Value, j int) *ir.Layout {
+		if j >= 3 {
+			return v.Body.Vars[j-2].Type.Layout
+		}
+		return nil
+	}},
+	ir.OpUnstage: {derived: true, backward: noLayout},
+	ir.OpArange:  {forward: noForward},
+	ir.OpSplat:   {forward: noForward, backward: noLayout},
+	ir.OpIf:      {backward: noLayout},
+	ir.OpConvert: {need: func(*ir.Value, int) *ir.Layout { return nil }},
 }
+
+func pointers(v *ir.Value, _ int, _ *ir.Layout) *ir.Layout  { return v.Ptr().Type.Layout }
+func noLayout(*ir.Value, int, *ir.Layout) *ir.Layout        { return nil }
+func ownLayout(_ *ir.Value, _ int, l *ir.Layout) *ir.Layout { return l }
+func noForward(*ir.Value, func(*ir.Value, ir.DType) *ir.Layout, *ir.Layout) *ir.Layout {
+	return nil
+}
+func operandsLayout(v *ir.Value, _ func(*ir.Value, ir.DType) *ir.Layout, _ *ir.Layout) *ir.Layout {
+	return v.Args[0].Type.Layout
+}
+
+// derived reports whether v's layout follows from its operand's alone.
+func derived(v *ir.Value) bool { return layoutRules.Of(v.Op).derived }
 
 // forward is the layout v takes from its operands, or nil.
 func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread *ir.Layout) *ir.Layout {
 	if v.Type.Rank() == 0 {
 		return nil
 	}
-	switch v.Op {
-	case ir.OpStage:
-		return anchorOf(v.Ptr(), v.Type.DType)
-	case ir.OpLoad:
-		if v.Mem().Spread {
-			return spread
-		}
-		return anchorOf(v.Ptr(), v.Type.DType)
-	case ir.OpAtomic:
-		return v.Ptr().Type.Layout // its old values come back where it accesses memory
-	case ir.OpReduce:
-		if l := v.Args[0].Type.Layout; l != nil {
-			return l.Slice(v.Reduction().Axis)
-		}
-	case ir.OpExpandDims:
-		if l := v.Args[0].Type.Layout; l != nil {
-			if e, ok := l.Expand(v.Axis()); ok {
-				return e
-			}
-		}
-	case ir.OpTrans:
-		if l := v.Args[0].Type.Layout; l != nil {
-			return l.Trans()
-		}
-	case ir.OpForResult:
-		_, carried := v.Args[0].ForVars()
-		return carried[v.Index()].Type.Layout
-	case ir.OpLoopVar:
-		if v.Index() > 0 {
-			loop := v.Loop()
-			if l := loop.Args[2+v.Index()].Type.Layout; l != nil {
-				return l
-			}
-			return loop.Yield().Args[v.Index()-1].Type.Layout
-		}
-	case ir.OpArange, ir.OpSplat:
-		return nil
-	case ir.OpRotate, ir.OpBroadcast:
-		return v.Args[0].Type.Layout
-	default:
-		if v.Op.IsElementwise() {
-			for _, a := range v.Args {
-				if a.Type.Rank() > 0 && a.Type.Layout != nil {
-					return a.Type.Layout
-				}
+	if r := layoutRules.Of(v.Op).forward; r != nil {
+		return r(v, anchorOf, spread)
+	}
+	if v.Op.IsElementwise() {
+		for _, a := range v.Args {
+			if a.Type.Rank() > 0 && a.Type.Layout != nil {
+				return a.Type.Layout
 			}
 		}
 	}
@@ -285,20 +334,8 @@ func forward(v *ir.Value, anchorOf func(*ir.Value, ir.DType) *ir.Layout, spread 
 
 // backward is the layout v wants for operand j, given its own layout l.
 func backward(v *ir.Value, j int, l *ir.Layout) *ir.Layout {
-	switch v.Op {
-	case ir.OpStore, ir.OpAtomic:
-		return v.Ptr().Type.Layout
-	case ir.OpYield:
-		_, carried := v.Block.Parent.ForVars()
-		return carried[j].Type.Layout
-	case ir.OpReduce, ir.OpSplat, ir.OpFor, ir.OpForResult, ir.OpIf, ir.OpUnstage:
-		return nil
-	case ir.OpExpandDims:
-		return l.Slice(v.Axis())
-	case ir.OpTrans:
-		return l.Trans()
-	case ir.OpBroadcast, ir.OpRotate:
-		return l
+	if r := layoutRules.Of(v.Op).backward; r != nil {
+		return r(v, j, l)
 	}
 	if v.Op.IsElementwise() {
 		return l
@@ -308,34 +345,13 @@ func backward(v *ir.Value, j int, l *ir.Layout) *ir.Layout {
 
 // need is the layout operand j of v must have (nil: any).
 func need(v *ir.Value, j int) *ir.Layout {
-	l := v.Type.Layout
-	switch v.Op {
-	case ir.OpStore, ir.OpAtomic:
-		return v.Ptr().Type.Layout
-	case ir.OpYield:
-		_, carried := v.Block.Parent.ForVars()
-		return carried[j].Type.Layout
-	case ir.OpFor:
-		if j >= 3 {
-			return v.Body.Vars[j-2].Type.Layout
-		}
-		return nil
-	case ir.OpExpandDims:
-		return l.Slice(v.Axis())
-	case ir.OpTrans:
-		return l.Trans()
-	case ir.OpBroadcast, ir.OpRotate:
-		return l
-	case ir.OpReduce, ir.OpSplat, ir.OpForResult, ir.OpConvert, ir.OpIf, ir.OpUnstage:
-		return nil
+	if r := layoutRules.Of(v.Op).need; r != nil {
+		return r(v, j)
 	}
-	if v.Op.IsElementwise() {
-		if v.Type.Rank() == 0 && len(v.Args) > 0 {
-			return v.Args[0].Type.Layout
-		}
-		return l
+	if layoutRules.Of(v.Op).backward == nil && v.Op.IsElementwise() && v.Type.Rank() == 0 && len(v.Args) > 0 {
+		return v.Args[0].Type.Layout
 	}
-	return nil
+	return backward(v, j, v.Type.Layout)
 }
 
 // insertConverts fixes every operand whose layout is not the one its user
@@ -419,12 +435,10 @@ func recomputable(v *ir.Value) bool {
 	if v.Type.Rank() == 0 {
 		return true
 	}
-	switch v.Op {
-	case ir.OpArange, ir.OpSplat:
+	switch indexOps.Of(v.Op) {
+	case indexSource:
 		return true
-	case ir.OpExpandDims, ir.OpBroadcast, ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpRem,
-		ir.OpAnd, ir.OpOr, ir.OpXor, ir.OpShl, ir.OpShr, ir.OpShrU, ir.OpMin, ir.OpMax,
-		ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe, ir.OpPtrAdd, ir.OpCast, ir.OpWhere, ir.OpAssume:
+	case indexArith:
 		if !v.Type.DType.IsInt() && v.Type.DType != ir.Bool && v.Type.DType.K != ir.KPtr {
 			return false
 		}
@@ -438,6 +452,26 @@ func recomputable(v *ir.Value) bool {
 	return false
 }
 
+// What recomputable makes of an op: an index source, cheap arithmetic
+// (recomputable where its operands are, in integers, bools or pointers),
+// or neither.
+const (
+	notIndex = iota
+	indexSource
+	indexArith
+)
+
+var indexOps = ir.Rules[uint8]{
+	ir.OpArange: indexSource, ir.OpSplat: indexSource,
+
+	ir.OpExpandDims: indexArith, ir.OpBroadcast: indexArith, ir.OpPtrAdd: indexArith, ir.OpCast: indexArith,
+	ir.OpWhere: indexArith, ir.OpAssume: indexArith,
+	ir.OpAdd: indexArith, ir.OpSub: indexArith, ir.OpMul: indexArith, ir.OpDiv: indexArith, ir.OpRem: indexArith,
+	ir.OpAnd: indexArith, ir.OpOr: indexArith, ir.OpXor: indexArith, ir.OpShl: indexArith, ir.OpShr: indexArith,
+	ir.OpShrU: indexArith, ir.OpMin: indexArith, ir.OpMax: indexArith,
+	ir.OpLt: indexArith, ir.OpLe: indexArith, ir.OpGt: indexArith, ir.OpGe: indexArith, ir.OpEq: indexArith, ir.OpNe: indexArith,
+}
+
 // recompute copies index arithmetic v into layout l; the new values, in
 // order, go to made.
 func recompute(f *ir.Func, v *ir.Value, l *ir.Layout, made *[]*ir.Value) *ir.Value {
@@ -449,14 +483,8 @@ func recompute(f *ir.Func, v *ir.Value, l *ir.Layout, made *[]*ir.Value) *ir.Val
 	}
 	c := f.NewValue(v.Op, ir.Type{Shape: v.Type.Shape, DType: v.Type.DType, Layout: l}, v.Attr)
 	c.Pos, c.Name = v.Pos, v.Name
-	for _, a := range v.Args {
-		al := l
-		switch v.Op {
-		case ir.OpExpandDims:
-			al = l.Slice(v.Axis())
-		case ir.OpSplat:
-			al = nil
-		}
+	for j, a := range v.Args {
+		al := backward(v, j, l)
 		if a.Type.Rank() == 0 || al == nil {
 			c.Args = append(c.Args, a)
 		} else {
