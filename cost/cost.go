@@ -215,6 +215,8 @@ func resident(t *target.Target, threads, regs, lds int) (int, string) {
 func accesses(f *ir.Func) (loads, stores map[string]bool) {
 	loads, stores = map[string]bool{}, map[string]bool{}
 	f.Walk(func(v *ir.Value) {
+		// op switch: which ops read and write global memory through their
+		// pointer (a stage and an LDS copy write LDS, not their pointer).
 		switch v.Op {
 		case ir.OpLoad, ir.OpStage, ir.OpLDSCopy:
 			if b := base(v.Ptr()); b != nil {

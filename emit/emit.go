@@ -379,6 +379,8 @@ func (e *emitter) name(v *ir.Value) string {
 		base = v.ArgName()
 	}
 	if base == "" {
+		// op switch: an unnamed value is named for what it holds, a choice
+		// of the printed text alone.
 		switch v.Op {
 		case ir.OpLoad, ir.OpPtrAdd:
 			base = ident(root(v.Args[0]).ArgName())
@@ -528,6 +530,70 @@ func (e *emitter) dst(v *ir.Value, r string) string {
 	return e.name(v)
 }
 
+// stmtRules print the ops that are statements of their own (accesses,
+// control flow, cross-lane folds); every other op is an expression
+// (cRules), declared where it is not inlined. Filled in init: loops and
+// ifs print blocks, which read it.
+var stmtRules ir.Rules[func(e *emitter, v *ir.Value) error]
+
+func init() {
+	stmtRules = ir.Rules[func(e *emitter, v *ir.Value) error]{
+		ir.OpLoad:       stmt((*emitter).load),
+		ir.OpStore:      stmt((*emitter).store),
+		ir.OpAtomic:     stmt((*emitter).atomic),
+		ir.OpReduceRegs: stmt((*emitter).reduceRegs),
+		ir.OpButterfly:  stmt((*emitter).butterfly),
+		ir.OpLDSStore:   stmt((*emitter).ldsStore),
+		ir.OpLDSLoad:    stmt((*emitter).ldsLoad),
+		ir.OpLDSReduce:  stmt((*emitter).ldsReduce),
+		ir.OpLDSCopy:    stmt((*emitter).ldsCopy),
+		ir.OpFor:        (*emitter).loop,
+		ir.OpYield:      func(*emitter, *ir.Value) error { return nil }, // written by loop
+		ir.OpBarrier:    stmt(func(e *emitter, _ *ir.Value) { e.line("__syncthreads();") }),
+		ir.OpSignal: stmt(func(e *emitter, v *ir.Value) {
+			if e.t.Vendor == target.AMD {
+				e.line("__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"agent\");")
+			}
+			e.line("__syncthreads();")
+			e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("signal"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
+		}),
+		ir.OpWait: stmt(func(e *emitter, v *ir.Value) {
+			e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("wait"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
+			e.line("__syncthreads();")
+		}),
+		ir.OpIf: func(e *emitter, v *ir.Value) error {
+			e.line("if (%s) {", e.top(v.Args[0], "0"))
+			saved := e.ind
+			e.ind += "  "
+			if err := e.block(v.Body); err != nil {
+				return err
+			}
+			e.ind = saved
+			e.line("}")
+			return nil
+		},
+		ir.OpShflXor: stmt(func(e *emitter, v *ir.Value) {
+			e.decl(v, "")
+			e.each(v.Type.Regs, func(r string) string {
+				return fmt.Sprintf("%s = %s;", e.dst(v, r), e.shfl(e.top(v.Args[0], r), strconv.Itoa(v.Lane())))
+			})
+		}),
+		ir.OpAsyncWait: stmt(func(e *emitter, _ *ir.Value) {
+			if e.t.Vendor == target.NVIDIA && e.asyncCopies {
+				e.line(`asm volatile("cp.async.wait_all;" ::: "memory");`)
+			}
+		}),
+	}
+}
+
+// stmt is a statement rule that cannot fail.
+func stmt(f func(e *emitter, v *ir.Value)) func(*emitter, *ir.Value) error {
+	return func(e *emitter, v *ir.Value) error {
+		f(e, v)
+		return nil
+	}
+}
+
 func (e *emitter) value(v *ir.Value) error {
 	e.printed[v] = true
 	if v.Body != nil {
@@ -535,78 +601,27 @@ func (e *emitter) value(v *ir.Value) error {
 			e.printed[x] = true
 		}
 	}
-	switch v.Op {
-	case ir.OpLoad:
-		e.load(v)
-	case ir.OpStore:
-		e.store(v)
-	case ir.OpAtomic:
-		e.atomic(v)
-	case ir.OpSignal:
-		if e.t.Vendor == target.AMD {
-			e.line("__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"agent\");")
-		}
-		e.line("__syncthreads();")
-		e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("signal"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
-	case ir.OpWait:
-		e.line("if (threadIdx.x == 0) %s(%s, %s);", e.syncFn("wait"), e.top(v.Args[0], "0"), e.top(v.Args[1], "0"))
-		e.line("__syncthreads();")
-	case ir.OpFor:
-		return e.loop(v)
-	case ir.OpIf:
-		e.line("if (%s) {", e.top(v.Args[0], "0"))
-		saved := e.ind
-		e.ind += "  "
-		if err := e.block(v.Body); err != nil {
-			return err
-		}
-		e.ind = saved
-		e.line("}")
-	case ir.OpYield:
-		// Written by loop.
-	case ir.OpReduceRegs:
-		e.reduceRegs(v)
-	case ir.OpButterfly:
-		e.butterfly(v)
-	case ir.OpShflXor:
+	if r := stmtRules.Of(v.Op); r != nil {
+		return r(e, v)
+	}
+	if !inlinable(v) {
+		panic("BUG: emit has no case for " + v.Op.Name())
+	}
+	if e.pairedCast(v) {
 		e.decl(v, "")
-		e.each(v.Type.Regs, func(r string) string {
-			return fmt.Sprintf("%s = %s;", e.dst(v, r), e.shfl(e.top(v.Args[0], r), strconv.Itoa(v.Lane())))
+		s := e.pairStride(v)
+		e.stridedVectors(v.Type.Regs, 2, s, func(r string) {
+			e.line("const uint16_t q2 = fp8g_to_%s_x2(%s, %s);", v.Type.DType.Fmt.Name, e.top(v.Args[0], r), e.top(v.Args[0], reg(r, s)))
+			e.line("%s = (uint8_t)q2;", e.dst(v, r))
+			e.line("%s = (uint8_t)(q2 >> 8);", e.dst(v, reg(r, s)))
 		})
-	case ir.OpLDSStore:
-		e.ldsStore(v)
-	case ir.OpLDSLoad:
-		e.ldsLoad(v)
-	case ir.OpLDSReduce:
-		e.ldsReduce(v)
-	case ir.OpBarrier:
-		e.line("__syncthreads();")
-	case ir.OpLDSCopy:
-		e.ldsCopy(v)
-	case ir.OpAsyncWait:
-		if e.t.Vendor == target.NVIDIA && e.asyncCopies {
-			e.line(`asm volatile("cp.async.wait_all;" ::: "memory");`)
-		}
-	default:
-		if !inlinable(v) {
-			panic("BUG: emit has no case for " + v.Op.Name())
-		}
-		if e.pairedCast(v) {
-			e.decl(v, "")
-			s := e.pairStride(v)
-			e.stridedVectors(v.Type.Regs, 2, s, func(r string) {
-				e.line("const uint16_t q2 = fp8g_to_%s_x2(%s, %s);", v.Type.DType.Fmt.Name, e.top(v.Args[0], r), e.top(v.Args[0], reg(r, s)))
-				e.line("%s = (uint8_t)q2;", e.dst(v, r))
-				e.line("%s = (uint8_t)(q2 >> 8);", e.dst(v, reg(r, s)))
-			})
-		} else if v.Type.Regs > 1 {
-			e.decl(v, "")
-			e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, e.expr(v, r)) })
-		} else if v.Type.DType.K == ir.KPtr { // typeOf says what it points to
-			e.line("%s const %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
-		} else {
-			e.line("const %s %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
-		}
+	} else if v.Type.Regs > 1 {
+		e.decl(v, "")
+		e.each(v.Type.Regs, func(r string) string { return fmt.Sprintf("%s[%s] = %s;", e.name(v), r, e.expr(v, r)) })
+	} else if v.Type.DType.K == ir.KPtr { // typeOf says what it points to
+		e.line("%s const %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
+	} else {
+		e.line("const %s %s = %s;", e.typeOf(v), e.name(v), e.expr(v, "0"))
 	}
 	return nil
 }

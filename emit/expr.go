@@ -130,7 +130,7 @@ type cRule struct {
 }
 
 // cRules is filled in init: its rules print operands, which reads it.
-var cRules map[ir.Op]cRule
+var cRules ir.Rules[cRule]
 
 func init() {
 	progID := func(c cx) (string, int) {
@@ -152,17 +152,19 @@ func init() {
 		}
 		return call(map[ir.Op]string{ir.OpMax: "max", ir.OpMin: "min"}[c.v.Op], c.a(0, 0), c.a(1, 0))
 	}
-	shifts := func(c cx) (string, int) {
-		// Operands above the shift's precedence, as clang's
-		// -Wshift-op-parentheses asks: 254 - s << 23 reads (254 - s) << 23.
-		// ShrU casts its left operand: (unsigned)a / 3 would divide unsigned.
-		left := precAdd + 1
-		if c.v.Op == ir.OpShrU {
-			left = precUnary
+	shifts := func(op string, unsigned bool) func(c cx) (string, int) {
+		return func(c cx) (string, int) {
+			// Operands above the shift's precedence, as clang's
+			// -Wshift-op-parentheses asks: 254 - s << 23 reads (254 - s) << 23.
+			// ShrU casts its left operand: (unsigned)a / 3 would divide unsigned.
+			left := precAdd + 1
+			if unsigned {
+				left = precUnary
+			}
+			return shift(op, unsigned, c.d(), c.a(0, left), c.v.Args[1], c.a(1, precAdd+1))
 		}
-		return shift(c.v.Op, c.d(), c.a(0, left), c.v.Args[1], c.a(1, precAdd+1))
 	}
-	cRules = map[ir.Op]cRule{
+	cRules = ir.Rules[cRule]{
 		ir.OpConst: {atom: true, expr: func(c cx) (string, int) {
 			l := literal(c.v)
 			if strings.HasPrefix(l, "-") || strings.HasPrefix(l, "(") {
@@ -209,9 +211,9 @@ func init() {
 		ir.OpAnd:  {cheap: true, expr: logical("&&", precAndAnd, "&", precAnd)},
 		ir.OpOr:   {cheap: true, expr: logical("||", precOrOr, "|", precOr)},
 		ir.OpXor:  {cheap: true, expr: logical("!=", precEq, "^", precXor)},
-		ir.OpShl:  {cheap: true, expr: shifts},
-		ir.OpShr:  {expr: shifts},
-		ir.OpShrU: {expr: shifts},
+		ir.OpShl:  {cheap: true, expr: shifts("<<", false)},
+		ir.OpShr:  {expr: shifts(">>", false)},
+		ir.OpShrU: {expr: shifts(">>", true)},
 		ir.OpMax:  {expr: maxMin},
 		ir.OpMin:  {expr: maxMin},
 		ir.OpAbs:  {expr: f32Call("fp8g_absf", func(x string) (string, int) { return call("abs", x) })},
@@ -248,25 +250,24 @@ func (e *emitter) exprOf(x *ir.Value, r string) (string, int) {
 }
 
 // shift takes the amount modulo the width, as the IR defines it (C leaves
-// larger amounts undefined); a constant amount is reduced here.
-func shift(op ir.Op, d ir.DType, x string, amount *ir.Value, y string) (string, int) {
+// larger amounts undefined); a constant amount is reduced here. op is the
+// C operator; a logical right shift (unsigned) shifts the value as
+// unsigned.
+func shift(op string, unsigned bool, d ir.DType, x string, amount *ir.Value, y string) (string, int) {
 	bits := d.Bits()
 	if amount.Op == ir.OpConst {
 		y = strconv.FormatInt(amount.Const().Int&int64(bits-1), 10)
 	} else {
 		y = fmt.Sprintf("(%s & %d)", y, bits-1)
 	}
-	switch op {
-	case ir.OpShl:
-		return x + " << " + y, precShift
-	case ir.OpShr:
-		return x + " >> " + y, precShift
+	if !unsigned {
+		return x + " " + op + " " + y, precShift
 	}
 	u := "unsigned"
 	if d.K == ir.KI64 {
 		u = "unsigned long long"
 	}
-	return fmt.Sprintf("(%s)((%s)%s >> %s)", ctype(d), u, x, y), precUnary
+	return fmt.Sprintf("(%s)((%s)%s %s %s)", ctype(d), u, x, op, y), precUnary
 }
 
 func literal(v *ir.Value) string {

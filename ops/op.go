@@ -1101,6 +1101,7 @@ func (c *Call) bindArgs(fn *ir.Func) error {
 func (s *Step) Args(sh Shape, tensors map[string]*Tensor) ([]any, error) {
 	var args []any
 	for _, p := range s.Func.Params {
+		// op switch: a kernel's parameters are of two kinds, buffers and sizes.
 		switch p.Op {
 		case ir.OpParam:
 			t, ok := tensors[p.ArgName()]

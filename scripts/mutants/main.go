@@ -88,8 +88,8 @@ var mutants = []mutant{
 	},
 	{
 		file:   "emit/expr.go",
-		old:    `return x + " >> " + y, precShift`,
-		new:    `return y + " >> " + x, precShift`,
+		old:    `return x + " " + op + " " + y, precShift`,
+		new:    `return y + " " + op + " " + x, precShift`,
 		pkgs:   []string{"./emit"},
 		tests:  "TestEmittedOpsMatchInterpreter",
 		reason: "the emitted arithmetic shift swaps value and amount",
