@@ -150,15 +150,11 @@ func (l *Layout) geom(shape []int) geom {
 func (l *Layout) Regs(shape []int) int { return prod(l.geom(shape).regs) }
 
 // ThreadCoords splits a thread index of the block into its index along each
-// base dim (wave index × lanes along the dim + lane index along the dim).
+// base dim (ThreadCoord).
 func (l *Layout) ThreadCoords(tid int) []int {
-	w := l.WaveSize()
-	lane, wave := tid%w, tid/w
 	c := make([]int, l.Base())
-	for _, d := range l.Order {
-		c[d] = (wave%l.WPB[d])*l.TPW[d] + lane%l.TPW[d]
-		lane /= l.TPW[d]
-		wave /= l.WPB[d]
+	for d := range c {
+		c[d] = ThreadCoord(l, Concrete{}, LaneCoord(l, Concrete{}, tid, d), WaveCoord(l, Concrete{}, tid, d), d)
 	}
 	return c
 }
@@ -197,13 +193,12 @@ func (l *Layout) elem(g geom, tc, rc, out []int) ([]int, bool) {
 	out = out[:0]
 	owner := true
 	for d := 0; d < l.Base(); d++ {
-		rep, e := rc[d]/g.spt[d], rc[d]%g.spt[d]
-		raw := rep*g.cover[d] + tc[d]*g.spt[d] + e
+		raw := RawCoord(Concrete{}, RegOffset(rc[d], g.spt[d], g.cover[d]), tc[d], g.spt[d], l.Spread(d))
 		if raw >= g.shape[d] {
 			owner = false
 		}
 		if !l.dropped(d) {
-			out = append(out, raw%g.shape[d])
+			out = append(out, WrapCoord(Concrete{}, raw, g.shape[d], g.cover[d]))
 		}
 	}
 	return out, owner

@@ -175,26 +175,22 @@ func (e *expander) laneWave(l *ir.Layout, d int) (lane, wave *ir.Value) {
 	if v, ok := e.tcs["l"+key]; ok {
 		return v, e.tcs["w"+key]
 	}
-	ls, ws := 1, 1
-	for _, o := range l.Order {
-		if o == d {
-			break
-		}
-		ls *= l.TPW[o]
-		ws *= l.WPB[o]
-	}
-	tid := e.tidValue()
-	lane = e.hoisted(func() *ir.Value {
-		x := e.bin(ir.OpRem, tid, e.i32(e.wave))
-		return e.bin(ir.OpRem, e.bin(ir.OpDiv, x, e.i32(ls)), e.i32(l.TPW[d]))
-	})
-	wave = e.hoisted(func() *ir.Value {
-		x := e.bin(ir.OpDiv, tid, e.i32(e.wave))
-		return e.bin(ir.OpRem, e.bin(ir.OpDiv, x, e.i32(ws)), e.i32(l.WPB[d]))
-	})
+	tid, a := e.tidValue(), exprInts{e}
+	lane = e.hoisted(func() *ir.Value { return ir.LaneCoord(l, a, tid, d) })
+	wave = e.hoisted(func() *ir.Value { return ir.WaveCoord(l, a, tid, d) })
 	e.tcs["l"+key], e.tcs["w"+key] = lane, wave
 	return lane, wave
 }
+
+// exprInts writes the layout formulas (ir.LaneCoord and kin) as i32 code.
+type exprInts struct{ e *expander }
+
+func (x exprInts) Int(c int) *ir.Value          { return x.e.i32(c) }
+func (x exprInts) Add(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpAdd, a, b) }
+func (x exprInts) Mul(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpMul, a, b) }
+func (x exprInts) Div(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpDiv, a, b) }
+func (x exprInts) Rem(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpRem, a, b) }
+func (x exprInts) And(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpAnd, a, b) }
 
 // threadCoord is the lane's index along base dim d of layout l: its wave's
 // index along d times the lanes along d, plus its lane's.
@@ -204,9 +200,7 @@ func (e *expander) threadCoord(l *ir.Layout, d int) *ir.Value {
 		return v
 	}
 	lane, wave := e.laneWave(l, d)
-	v := e.hoisted(func() *ir.Value {
-		return e.bin(ir.OpAdd, e.bin(ir.OpMul, wave, e.i32(l.TPW[d])), lane)
-	})
+	v := e.hoisted(func() *ir.Value { return ir.ThreadCoord(l, exprInts{e}, lane, wave, d) })
 	v.Name = fmt.Sprintf("tc%d", d)
 	e.tcs[key] = v
 	return v
@@ -225,14 +219,14 @@ func (e *expander) rawHere(t ir.Type, d int) *ir.Value {
 	n := l.Regs(t.Shape)
 	c := make([]int64, n)
 	for r := range c {
-		rc := (r / stride[d]) % regs[d]
-		c[r] = int64((rc/spt[d])*cover[d] + rc%spt[d])
+		c[r] = int64(ir.RegOffset((r/stride[d])%regs[d], spt[d], cover[d]))
 	}
-	x := e.regs(ir.I32, c)
-	if l.TPW[d]*l.WPB[d] > 1 {
-		x = e.bin(ir.OpAdd, x, e.bin(ir.OpMul, e.threadCoord(l, d), e.i32(spt[d])))
+	reg := e.regs(ir.I32, c)
+	var tc *ir.Value
+	if l.Spread(d) {
+		tc = e.threadCoord(l, d)
 	}
-	return x
+	return ir.RawCoord(exprInts{e}, reg, tc, spt[d], l.Spread(d))
 }
 
 // coord is the coordinate along tile axis a of each register of t: the raw
@@ -244,11 +238,7 @@ func (e *expander) coord(t ir.Type, a int) *ir.Value {
 func (e *expander) coordHere(t ir.Type, a int) *ir.Value {
 	d := t.Layout.BaseDim(a)
 	extent, _, cover, _, _ := t.Layout.Geometry(t.Shape)
-	x := e.raw(t, d)
-	if extent[d] < cover[d] {
-		x = e.bin(ir.OpAnd, x, e.i32(extent[d]-1))
-	}
-	return x
+	return ir.WrapCoord(exprInts{e}, e.raw(t, d), extent[d], cover[d])
 }
 
 // owner is the predicate that a register holds the first copy of its

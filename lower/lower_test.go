@@ -449,8 +449,6 @@ func TestLowerPasses(t *testing.T) {
 	}
 }
 
-func tail(s []string, n int) []string { return s[max(0, len(s)-n):] }
-
 // TestDCE compares the IR before and after the dce pass: the unused product
 // goes, with the constant and splat only it used, and nothing else does.
 func TestDCE(t *testing.T) {

@@ -49,8 +49,6 @@ type interval struct {
 	known  bool
 }
 
-func point(c int64) interval { return interval{c, c, true} }
-
 func (s *simplifier) get(v *ir.Value) *ir.Value {
 	for {
 		r, ok := s.repl[v]

@@ -692,6 +692,14 @@ var mutants = []mutant{
 		reason: "the device status misses a last offset short of T",
 	},
 	{
+		file:   "lower/expand.go",
+		old:    "func (x exprInts) And(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpAnd, a, b) }",
+		new:    "func (x exprInts) And(a, b *ir.Value) *ir.Value { return x.e.bin(ir.OpRem, a, b) }",
+		pkgs:   []string{"./lower"},
+		tests:  "^TestCoordsMatchLayout$",
+		reason: "the lowered coordinate of a replicated tile wraps with % (extent−1), not & (extent−1)",
+	},
+	{
 		file:   "lower/hoist.go",
 		old:    "return d.Op == ir.OpConst && d.Const().Int != 0",
 		new:    "return d != nil",
