@@ -7,9 +7,11 @@ import (
 
 // Op is an operation. Each constant's doc line is its printed form; every
 // fact about an op — its operands by role, its attribute's type, the phases
-// it may appear in, its effects and its type rule — is one row of the ops
-// table below, which the verifier, the printer, the passes, the interpreter
-// and the emitter read.
+// it may appear in, its effects, its type rule, whether it is placed, a
+// leaf or a move, its cost — is one row of the ops table below, which the
+// verifier, the printer, the passes, the interpreter and the emitter read;
+// what one pass does with an op is that op's entry in the pass's own
+// Rules table.
 type Op uint8
 
 const (
