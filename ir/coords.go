@@ -64,16 +64,7 @@ func (l *Layout) Spread(d int) bool { return l.TPW[d]*l.WPB[d] > 1 }
 
 // waveStride is the distance, in wave ids, between neighbouring waves
 // along base dim d.
-func (l *Layout) waveStride(d int) int {
-	s := 1
-	for _, o := range l.Order {
-		if o == d {
-			return s
-		}
-		s *= l.WPB[o]
-	}
-	panic("BUG: dim not in order")
-}
+func (l *Layout) waveStride(d int) int { return l.orderStride(l.WPB, d) }
 
 // Concrete is the plain-int reading of the layout formulas.
 type Concrete struct{}

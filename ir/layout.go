@@ -303,13 +303,17 @@ func prod(x []int) int {
 
 // LaneStride is the distance, in lane ids, between neighbouring lanes along
 // base dim d: shuffles along d exchange with lane ^ (LaneStride << k).
-func (l *Layout) LaneStride(d int) int {
+func (l *Layout) LaneStride(d int) int { return l.orderStride(l.TPW, d) }
+
+// orderStride is the product of per's entries for the dims before d in
+// Order: the distance between neighbours along d when ids run along Order.
+func (l *Layout) orderStride(per []int, d int) int {
 	s := 1
 	for _, o := range l.Order {
 		if o == d {
 			return s
 		}
-		s *= l.TPW[o]
+		s *= per[o]
 	}
 	panic("BUG: dim not in order")
 }
