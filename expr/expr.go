@@ -456,6 +456,35 @@ func (e Expr) Bind(env Env) Expr {
 	return Expr{src: format(n), root: n}
 }
 
+// Subst replaces the names with gives by their expressions: a template
+// such as "cdiv(rows, 128) * 128" parsed once, instantiated with the
+// expressions of its placeholders, never assembled from text. The result's
+// text is canonical, as Bind's.
+func (e Expr) Subst(with map[string]Expr) Expr {
+	if e.root == nil {
+		return e
+	}
+	n := subst(e.root, with)
+	return Expr{src: format(n), root: n}
+}
+
+func subst(n *node, with map[string]Expr) *node {
+	if n.op == "name" {
+		if x, ok := with[n.name]; ok && x.root != nil {
+			return x.root
+		}
+		return n
+	}
+	if len(n.args) == 0 {
+		return n
+	}
+	args := make([]*node, len(n.args))
+	for i, a := range n.args {
+		args[i] = subst(a, with)
+	}
+	return &node{op: n.op, name: n.name, val: n.val, args: args}
+}
+
 func constant(n *node) bool { return n.op == "int" }
 
 // boolean reports whether n's value is always 0 or 1.

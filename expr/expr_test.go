@@ -188,3 +188,31 @@ func TestBind(t *testing.T) {
 		checkBind(t, e)
 	}
 }
+
+// Subst places whole expressions at their placeholders: the operators'
+// precedence holds where text pasted in would have changed it.
+func TestSubst(t *testing.T) {
+	with := map[string]Expr{"rows": MustParse("M + 1"), "per": MustParse("16"), "tall": MustParse("M >= 4 * K")}
+	for _, c := range []struct{ src, want string }{
+		{"cdiv(rows, 128) * 128", "cdiv(M + 1, 128) * 128"},
+		{"rows * per", "(M + 1) * 16"},
+		{"tall ? 256 : 64", "M >= 4 * K ? 256 : 64"},
+		{"(tall ? 2 : 4) * rows", "(M >= 4 * K ? 2 : 4) * (M + 1)"},
+		{"K - rows", "K - (M + 1)"},
+		{"M", "M"},
+	} {
+		got := MustParse(c.src).Subst(with)
+		if got.String() != c.want {
+			t.Errorf("%q substituted: %q; want %q", c.src, got, c.want)
+		}
+		if _, err := Parse(got.String()); err != nil {
+			t.Errorf("%q substituted prints %q, which does not parse: %v", c.src, got, err)
+		}
+		env := Env{"M": 37, "K": 5}
+		a, err1 := got.Eval(env)
+		b, err2 := MustParse(c.src).Bind(Env{"rows": 38, "per": 16, "tall": b2i(37 >= 20)}).Eval(env)
+		if err1 != nil || err2 != nil || a != b {
+			t.Errorf("%q: substituted %d (%v), bound %d (%v)", c.src, a, err1, b, err2)
+		}
+	}
+}

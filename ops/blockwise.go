@@ -69,8 +69,8 @@ var BlockCast = register(&Op{
 		for _, c := range []struct{ warps, per string }{{"16", "32"}, {"8", "16"}, {"16", "16"}, {"8", "8"}} {
 			out = append(out, Candidate{
 				{"WARPS", e(c.warps)},
-				{"ROWS", e("WARPS * WAVE * " + c.per + " / 128")},
-				{"BLOCK_K", e("WARPS * WAVE * " + c.per + " / 128")},
+				{"ROWS", e("WARPS * WAVE * per / 128", "per", c.per)},
+				{"BLOCK_K", e("WARPS * WAVE * per / 128", "per", c.per)},
 			})
 		}
 		return out
@@ -122,9 +122,9 @@ var BlockCast = register(&Op{
 				}
 			}
 		}
-		switch c.Opt("block") {
+		switch c.Opt(opt.Block) {
 		case "1x128":
-			colMajor := c.Opt("scales") == "colmajor"
+			colMajor := c.Opt(opt.Scales) == "colmajor"
 			mp := cdiv(m, 4) * 4
 			for i := range m {
 				for j := range kb {
@@ -172,7 +172,7 @@ var BlockCast = register(&Op{
 			return x
 		}
 		inv := out["inv_scale"].Floats()
-		tiles, colMajor := c.Opt("block") == "128x128", c.Opt("scales") == "colmajor"
+		tiles, colMajor := c.Opt(opt.Block) == "128x128", c.Opt(opt.Scales) == "colmajor"
 		mp := cdiv(m, 4) * 4 // colmajor's rows of scales
 		return dequant(out["q"], c.Format, func(n int) float32 {
 			i, j := n/k, n%k

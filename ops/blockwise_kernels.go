@@ -18,9 +18,9 @@ func blockRowsKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
 	kb := k.CDiv(blockEdge).Named("k_blocks")
-	nr := c.Knob("ROWS")
+	nr := c.Knob(knob.Rows)
 	var ok, stored, row, first, at *ir.Value // first: a block's first column
-	if c.Opt("scales") == "colmajor" {
+	if c.Opt(opt.Scales) == "colmajor" {
 		mp := roundUp(m, 4).Named("padded_rows")
 		pid := b.ProgramID(0)
 		kblk := pid.Rem(kb).Named("k_block")
@@ -50,7 +50,7 @@ func blockColsKernel(b *ir.Builder, c *Call) {
 	qt := b.Param("qt", ir.FP8(c.Format))
 	inv := b.Param("inv_scale_t", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bk := c.Knob("BLOCK_K")
+	bk := c.Knob(knob.BlockK)
 	mb := m.CDiv(blockEdge).Named("m_blocks")
 	cols := b.ProgramID(0).Mul(bk).Add(b.Arange(bk)).Named("cols")
 	colOK := cols.Lt(k).Named("col_ok")

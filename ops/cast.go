@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/fp8gen/fp8gen/expr"
@@ -30,14 +32,41 @@ const Eps = 1e-12
 
 // e parses an expression of an op description. Descriptions repeat many
 // ("1", "pow2ceil(K)", …), and every program that links the package parses
-// them at its start: each is parsed once (an Expr is immutable).
-func e(src string) expr.Expr {
-	if x, ok := parsed.Load(src); ok {
+// them at its start: each is parsed once (an Expr is immutable). A template
+// names its placeholders in lower case (sizes, knobs and target facts are
+// upper case) and with gives each, in pairs, its value: an int, the source
+// of another expression, or an expr.Expr. Expressions are built from
+// expressions this way, never from pasted text.
+func e(src string, with ...any) expr.Expr {
+	x, ok := parsed.Load(src)
+	if !ok {
+		x = expr.MustParse(src)
+		parsed.Store(src, x)
+	}
+	if len(with) == 0 {
 		return x.(expr.Expr)
 	}
-	x := expr.MustParse(src)
-	parsed.Store(src, x)
-	return x
+	if len(with)%2 != 0 {
+		panic("BUG: e(" + src + "): placeholders and values in pairs")
+	}
+	m := map[string]expr.Expr{}
+	for i := 0; i < len(with); i += 2 {
+		name, _ := with[i].(string)
+		if !slices.Contains(x.(expr.Expr).Names(), name) {
+			panic(fmt.Sprintf("BUG: e(%s): no placeholder %v", src, with[i]))
+		}
+		switch v := with[i+1].(type) {
+		case int:
+			m[name] = expr.Int(int64(v))
+		case string:
+			m[name] = e(v)
+		case expr.Expr:
+			m[name] = v
+		default:
+			panic(fmt.Sprintf("BUG: e(%s): placeholder %s of %T", src, name, v))
+		}
+	}
+	return x.(expr.Expr).Subst(m)
 }
 
 var parsed sync.Map // source → expr.Expr
@@ -53,7 +82,7 @@ var warpsKnob = schedule.Knob{Name: "WARPS", Doc: "waves per block", Domain: sch
 
 // tileLimit keeps a tile within what lowering enumerates.
 func tileLimit(extents string) schedule.Constraint {
-	return schedule.Constraint{Cond: e(extents + " <= 65536"), Why: "a tile holds at most 65536 elements"}
+	return schedule.Constraint{Cond: e("extents <= 65536", "extents", extents), Why: "a tile holds at most 65536 elements"}
 }
 
 // twoPass is the ceiling of an op that reads x twice (bf16 in, fp8 out: 2+1
@@ -195,21 +224,21 @@ var Rowwise = register(&Op{
 // interpreter there, its speed unmeasured.
 func rowwiseCandidates() []Candidate {
 	var out []Candidate
-	row := func(per, rows, cu, prefetch string) Candidate {
+	row := func(per, rows string, cu expr.Expr, prefetch string) Candidate {
 		return Candidate{
 			{"BLOCK_K", e("pow2ceil(K)")},
-			{"WARPS", e("max(1, min(" + rows + " * BLOCK_K / (" + per + " * WAVE), MAXBLOCK / WAVE))")},
-			{"ROWS", e("min(64, max(" + rows + ", pow2ceil(cdiv(" + per + " * WAVE * WARPS, BLOCK_K))))")},
+			{"WARPS", e("max(1, min(rows * BLOCK_K / (per * WAVE), MAXBLOCK / WAVE))", "rows", rows, "per", per)},
+			{"ROWS", e("min(64, max(rows, pow2ceil(cdiv(per * WAVE * WARPS, BLOCK_K))))", "rows", rows, "per", per)},
 			{"LOOP", e("0")},
-			{"PER_CU", e(cu)},
+			{"PER_CU", cu},
 			{"PREFETCH", e(prefetch)},
 		}
 	}
 	for _, c := range [][2]string{{"64", "4096"}, {"64", "2048"}, {"32", "4096"}, {"32", "2048"}} {
-		out = append(out, row(c[0], "1", "max(1, min(64, "+c[1]+" / (WARPS * WAVE)))", "1"))
+		out = append(out, row(c[0], "1", e("max(1, min(64, threads / (WARPS * WAVE)))", "threads", c[1]), "1"))
 	}
 	for _, per := range []string{"32", "16"} {
-		out = append(out, row(per, "1", "0", "0"))
+		out = append(out, row(per, "1", e("0"), "0"))
 	}
 	for _, bk := range []string{"4096", "2048"} {
 		out = append(out, Candidate{{"BLOCK_K", e(bk)}, {"WARPS", e("8")}, {"ROWS", e("1")}, {"LOOP", e("1")}, {"PER_CU", e("0")}, {"PREFETCH", e("0")}})
@@ -270,7 +299,7 @@ var Tensorwise = register(&Op{
 func flatCandidates() []Candidate {
 	var out []Candidate
 	for _, c := range [][2]string{{"8", "16"}, {"4", "16"}, {"16", "16"}, {"8", "32"}, {"4", "32"}} {
-		out = append(out, Candidate{{"WARPS", e(c[0])}, {"BLOCK", e("WARPS * WAVE * " + c[1])}})
+		out = append(out, Candidate{{"WARPS", e(c[0])}, {"BLOCK", e("WARPS * WAVE * per", "per", c[1])}})
 	}
 	return out
 }
@@ -366,16 +395,16 @@ var Colwise = register(&Op{
 // 16368×8192, 276.0 against 361.0 at 16383×8192 (the H200, 2026-12-03;
 // docs/performance.md).
 func colCandidates() []Candidate {
-	split := func(perCU string) Assign {
-		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
+	split := func(perCU any) Assign {
+		return Assign{"SPLIT", e("max(1, min(pow2ceil(cdiv(M, BLOCK_M)), pow2ceil(cdiv(per_cu * CUS, cdiv(K, BLOCK_K)))))", "per_cu", perCU)}
 	}
 	const bigX = "L2 >= 16777216 && 2 * M * K > L2"
-	keep, other := Assign{"KEEP", e(bigX + " ? 2 : 8")}, Assign{"KEEP", e(bigX + " ? 8 : 2")}
+	keep, other := Assign{"KEEP", e("big ? 2 : 8", "big", bigX)}, Assign{"KEEP", e("big ? 8 : 2", "big", bigX)}
 	out := columnTiles("BLOCK_M", "BLOCK_K", split("4"), Assign{"PREFETCH", e("1")}, keep)[:3]
 	out[0], out[1] = out[1], out[0]
 	const tall = "M % 32 != 0 && M >= 8192"
-	out[0] = Candidate{{"BLOCK_M", e(tall + " ? 256 : 64")}, {"BLOCK_K", e("64")}, {"WARPS", e(tall + " ? 8 : 4")},
-		split("(" + tall + " ? 2 : 4)"), {"PREFETCH", e("1")}, keep}
+	out[0] = Candidate{{"BLOCK_M", e("tall ? 256 : 64", "tall", tall)}, {"BLOCK_K", e("64")}, {"WARPS", e("tall ? 8 : 4", "tall", tall)},
+		split(e("tall ? 2 : 4", "tall", tall)), {"PREFETCH", e("1")}, keep}
 	for _, perCU := range []string{"2", "8"} {
 		out = append(out, columnTiles("BLOCK_M", "BLOCK_K", split(perCU), Assign{"PREFETCH", e("1")}, keep)[1])
 	}
@@ -452,7 +481,7 @@ func refAmax(g []float32) float32 {
 
 func refScale(amax float32, c *Call) float32 {
 	s := c.Format.Max / refnum.MaxNum(amax, float32(Eps))
-	if c.Flag("pow2") {
+	if c.Flag(opt.Pow2) {
 		s = refnum.Pow2Floor(s)
 	}
 	return s

@@ -9,7 +9,7 @@ import "github.com/fp8gen/fp8gen/ir"
 // scaleOf is fmt_max / max(amax, eps), optionally rounded down to a power of two.
 func scaleOf(b *ir.Builder, amax *ir.Value, c *Call) *ir.Value {
 	s := b.FP8Max(c.Format).Div(amax.Max(Eps))
-	if c.Flag("pow2") {
+	if c.Flag(opt.Pow2) {
 		s = s.Pow2Floor()
 	}
 	return s.Named("scale")
@@ -25,7 +25,7 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 	q := b.Param("q", ir.FP8(c.Format))
 	inv := b.Param("inv_scale", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	nr, bk := c.Knob("ROWS"), c.Knob("BLOCK_K")
+	nr, bk := c.Knob(knob.Rows), c.Knob(knob.BlockK)
 
 	// rowTile is the rows from r0 (and which exist), with the offsets and
 	// mask of their tile at columns k0, the addresses from the rows
@@ -54,7 +54,7 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 	}
 	r0 := b.ProgramID(0).Mul(nr)
 	switch {
-	case c.Knob("PER_CU") > 0:
+	case c.Knob(knob.PerCU) > 0:
 		// A persistent loop over row blocks. With PREFETCH the next block's
 		// load is issued before this one's reduction, barriers and stores,
 		// so that a program always has a row in flight.
@@ -62,12 +62,12 @@ func rowwiseKernel(b *ir.Builder, c *Call) {
 			t := tile(rowsFrom(r0), b.Int(0), ahead)
 			return b.Load(b.PtrAdd(x, t.offs), t.mask, nil).Named("x_tile")
 		}
-		tileLoop(b, r0, m, b.NumPrograms(0).Mul(nr), nr, c.Knob("PREFETCH") == 1, load, nil,
+		tileLoop(b, r0, m, b.NumPrograms(0).Mul(nr), nr, c.Knob(knob.Prefetch) == 1, load, nil,
 			func(r0, x *ir.Value, _ []*ir.Value) []*ir.Value {
 				cast(tile(rowsFrom(r0), b.Int(0), false), x.Cast(ir.F32).Named("xf"))
 				return nil
 			})
-	case c.Knob("LOOP") == 0:
+	case c.Knob(knob.Loop) == 0:
 		t := tile(rowsFrom(r0), b.Int(0), false)
 		cast(t, loadF32(b, x, t.offs, t.mask))
 	default:
@@ -92,7 +92,7 @@ func tensorAmaxKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	amaxp := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bs := c.Knob("BLOCK")
+	bs := c.Knob(knob.Block)
 	n := m.Mul(k).Named("n")
 	tiles := n.CDiv(bs).Named("tiles") // no overflow: the index type holds n plus a tile
 	acc := b.For(b.ProgramID(0), tiles, b.NumPrograms(0), []*ir.Value{b.Full(ir.F32, 0, bs).Named("amax_part")}, func(i *ir.Value, acc []*ir.Value) []*ir.Value {
@@ -109,7 +109,7 @@ func tensorCastKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bs := c.Knob("BLOCK")
+	bs := c.Knob(knob.Block)
 	n := m.Mul(k).Named("n")
 	tiles := n.CDiv(bs).Named("tiles")
 	scale := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
@@ -125,7 +125,7 @@ func tensorCastKernel(b *ir.Builder, c *Call) {
 
 // colTile loads the [BLOCK_M, BLOCK_K] tile of program (pid_m, pid_k) as f32.
 func colTile(b *ir.Builder, c *Call, x, m, k, pm, pk *ir.Value) *ir.Value {
-	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	bm, bk := c.Knob(knob.BlockM), c.Knob(knob.BlockK)
 	rows := pm.Mul(bm).Add(b.Arange(bm)).Named("rows")
 	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
 	offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
@@ -230,16 +230,16 @@ func colAmaxKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	amax := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	bm, bk := c.Knob(knob.BlockM), c.Knob(knob.BlockK)
 	cols := b.ProgramID(1).Mul(bk).Add(b.Arange(bk)).Named("cols")
 	start := b.ProgramID(0).Mul(bm).Named("m_start")
 	var cut *ir.Value
-	if keep := c.Knob("KEEP"); keep < 8 {
+	if keep := c.Knob(knob.Keep); keep < 8 {
 		// The rows above the bottom KEEP eighths (in whole tiles) read
 		// once: the L2 keeps the last ones, which the cast reads first.
 		cut = m.Sub(m.Div(8).Mul(keep)).Div(bm).Mul(bm).Named("cut") // no M·KEEP: it could pass the index width
 	}
-	part := amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob("SPLIT"), bm, bk, c.Knob("PREFETCH") == 1, cut).Reduce(0, ir.RMax).Named("amax_part")
+	part := amaxDown(b, x, nil, m, k, cols, start, bm*c.Knob(knob.Split), bm, bk, c.Knob(knob.Prefetch) == 1, cut).Reduce(0, ir.RMax).Named("amax_part")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, cols), part, cols.Lt(k), ir.Relaxed, ir.ScopeAgent)
 }
@@ -250,9 +250,9 @@ func colCastKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	amax := b.Param("amax", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	bm, bk := c.Knob(knob.BlockM), c.Knob(knob.BlockK)
 	pm, pk := b.ProgramID(0), b.ProgramID(1)
-	if c.Knob("KEEP") < 8 {
+	if c.Knob(knob.Keep) < 8 {
 		// Along the rows first, from the bottom band: the rows the amax
 		// read last, which the L2 kept, first.
 		pk, pm = b.ProgramID(0), b.NumPrograms(1).Sub(1).Sub(b.ProgramID(1)).Named("pm")

@@ -27,11 +27,11 @@ func storeTransposed(b *ir.Builder, c *Call, qt, vt, pm, pk, m, k *ir.Value) {
 
 // tileRows and tileCols are the rows and columns of program (pm, pk)'s tile.
 func tileRows(b *ir.Builder, c *Call, pm *ir.Value) *ir.Value {
-	return pm.Mul(c.Knob("BLOCK_M")).Add(b.Arange(c.Knob("BLOCK_M"))).Named("rows")
+	return pm.Mul(c.Knob(knob.BlockM)).Add(b.Arange(c.Knob(knob.BlockM))).Named("rows")
 }
 
 func tileCols(b *ir.Builder, c *Call, pk *ir.Value) *ir.Value {
-	return pk.Mul(c.Knob("BLOCK_K")).Add(b.Arange(c.Knob("BLOCK_K"))).Named("cols")
+	return pk.Mul(c.Knob(knob.BlockK)).Add(b.Arange(c.Knob(knob.BlockK))).Named("cols")
 }
 
 func tensorCastTransposeKernel(b *ir.Builder, c *Call) {
@@ -59,10 +59,10 @@ func rowcolAmaxKernel(b *ir.Builder, c *Call) {
 	amaxRow := b.Param("amax_row", ir.F32)
 	amaxCol := b.Param("amax_col", ir.F32)
 	m, k := b.Size("M"), b.Size("K")
-	bm, bk := c.Knob("BLOCK_M"), c.Knob("BLOCK_K")
+	bm, bk := c.Knob(knob.BlockM), c.Knob(knob.BlockK)
 	cols := b.ProgramID(1).Mul(bk).Add(b.Arange(bk)).Named("cols")
 	start := b.ProgramID(0).Mul(bm).Named("m_start")
-	acc := b.For(start, m, bm*c.Knob("SPLIT"), []*ir.Value{b.Full(ir.F32, 0, bm, bk).Named("amax_cols")}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
+	acc := b.For(start, m, bm*c.Knob(knob.Split), []*ir.Value{b.Full(ir.F32, 0, bm, bk).Named("amax_cols")}, func(r0 *ir.Value, acc []*ir.Value) []*ir.Value {
 		r0 = r0.MultipleOf(bm)
 		rows := r0.Add(b.Arange(bm)).Named("rows")
 		offs := rows.Col().Mul(k).Add(cols.Row()).Named("offs")
@@ -114,7 +114,7 @@ func groupedRowcolAmaxKernel(b *ir.Builder, c *Call) {
 	// One program of each group reports it: the largest E - g is the
 	// first bad group.
 	b.AtomicMax(status, ne.Sub(g).Cast(ir.I32), bad.And(groupedPID(b, c, axisCol).Eq(0).And(groupedPID(b, c, axisSplit).Eq(0))), ir.Relaxed, ir.ScopeAgent)
-	acc := groupTilesOfX(b, c, x, lo, hi, k, false, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_cols")},
+	acc := groupTilesOfX(b, c, x, lo, hi, k, false, []*ir.Value{b.Full(ir.F32, 0, c.Knob(knob.BlockT), c.Knob(knob.BlockK)).Named("amax_cols")},
 		func(t0, xf *ir.Value, acc []*ir.Value) []*ir.Value {
 			a := xf.Abs().Named("ax")
 			rows, ok := groupedRows(b, c, t0, lo, hi)

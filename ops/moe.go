@@ -124,7 +124,7 @@ var ExpertColwise = register(&Op{
 		ne, k, n := c.Size("E"), c.Size("K"), c.Size("N")
 		w := in["w"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		kn := c.Opt("layout") == "kn"
+		kn := c.Opt(opt.Layout) == "kn"
 		enc := refnum.Encoder(c.Format)
 		var q []byte
 		if kn {
@@ -168,7 +168,7 @@ var ExpertColwise = register(&Op{
 			for i := 0; i < k; i++ {
 				for j := 0; j < n; j++ {
 					var b byte
-					if c.Opt("layout") == "kn" {
+					if c.Opt(opt.Layout) == "kn" {
 						b = out["q"].Data[(ex*k+i)*n+j]
 					} else {
 						b = out["qt"].Data[(ex*n+j)*k+i]
@@ -353,15 +353,15 @@ var byRowsGrid = [3]expr.Expr{e("ORDER == 1 ? SPLIT : cdiv(K, BLOCK_K)"), e("ORD
 // mostly straddles groups instead (286.0 against 181.1 µs at T=16368,
 // E=64).
 func groupedCandidates() []Candidate {
-	split := func(perCU string) Assign {
-		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))")}
+	split := func(perCU any) Assign {
+		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(per_cu * CUS, cdiv(K, BLOCK_K) * E)), pow2ceil(cdiv(T, E * BLOCK_T))))", "per_cu", perCU)}
 	}
 	two := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("0")}, {"BLOCK_E", e("1")}, {"ORDER", e("1")}, {"PREFETCH", e("1")}, {"HOLD", e("0")}}
 	out := columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("32")}, two...)...)
 	out[0], out[1] = out[1], out[0]
 	tall := "T % 32 != 0 && T >= 4096 * E"
-	out[0] = append(Candidate{{"BLOCK_T", e(tall + " ? 256 : 64")}, {"BLOCK_K", e("64")}, {"WARPS", e(tall + " ? 8 : 4")},
-		split("(" + tall + " ? 16 : 32)")}, two...)
+	out[0] = append(Candidate{{"BLOCK_T", e("tall ? 256 : 64", "tall", tall)}, {"BLOCK_K", e("64")}, {"WARPS", e("tall ? 8 : 4", "tall", tall)},
+		split(e("tall ? 16 : 32", "tall", tall))}, two...)
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{split("16")}, two...)...)[0])
 	// The fused kernel, one program a group's column block.
 	for _, c := range [][3]string{{"64", "64", "4"}, {"128", "64", "8"}} {
@@ -377,7 +377,7 @@ func groupedCandidates() []Candidate {
 	// CU, 64 × 64 in 4 waves about 8 (the same lanes a CU: 114.9 against
 	// 126.2 µs at 4 a CU, T=32768, 2026-12-03).
 	ranges := func(perCU string) Assign {
-		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(" + perCU + " * CUS, cdiv(K, BLOCK_K)))))")}
+		return Assign{"SPLIT", e("max(1, min(1024, pow2ceil(cdiv(T, BLOCK_T)), pow2ceil(cdiv(per_cu * CUS, cdiv(K, BLOCK_K)))))", "per_cu", perCU)}
 	}
 	byRows := []Assign{{"FUSED", e("0")}, {"BY_ROWS", e("1")}, {"BLOCK_E", e("pow2ceil(E)")}, {"ORDER", e("0")}, {"PREFETCH", e("1")}, {"HOLD", e("0")}}
 	out = append(out, columnTiles("BLOCK_T", "BLOCK_K", append([]Assign{ranges("4")}, byRows...)...)[0])

@@ -10,7 +10,7 @@ import "github.com/fp8gen/fp8gen/ir"
 // (n), offsets and mask, built afresh for each access so that each takes
 // the layout its access wants.
 func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, mask *ir.Value) {
-	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
+	bk, bn := c.Knob(knob.BlockK), c.Knob(knob.BlockN)
 	ex := b.ProgramID(2)
 	if k0 == nil {
 		k0 = b.ProgramID(1).Mul(bk)
@@ -25,7 +25,7 @@ func expertTile(b *ir.Builder, c *Call, k, n, k0 *ir.Value) (rows, cols, offs, m
 // expertAmaxRows is the loop of the tiles of column block cols of w[ex]
 // from row start, every step rows, into a [BLOCK_K, BLOCK_N] accumulator.
 func expertAmaxRows(b *ir.Builder, c *Call, w, k, n, ex, cols, start *ir.Value, step int) *ir.Value {
-	return amaxDown(b, w, ex.Mul(k), k, n, cols, start, step, c.Knob("BLOCK_K"), c.Knob("BLOCK_N"), c.Knob("PREFETCH") == 1, nil)
+	return amaxDown(b, w, ex.Mul(k), k, n, cols, start, step, c.Knob(knob.BlockK), c.Knob(knob.BlockN), c.Knob(knob.Prefetch) == 1, nil)
 }
 
 // expertAmaxKernel: program (pn, ps, e) takes every SPLIT-th tile of
@@ -39,11 +39,11 @@ func expertAmaxKernel(b *ir.Builder, c *Call) {
 	w := b.Param("w", c.DType("w"))
 	amax := b.Param("amax", ir.F32)
 	k, n := b.Size("K"), b.Size("N")
-	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
+	bk, bn := c.Knob(knob.BlockK), c.Knob(knob.BlockN)
 	ex := b.ProgramID(2)
 	cols := b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
 	start := b.ProgramID(1).Mul(bk).Named("k_start")
-	part := expertAmaxRows(b, c, w, k, n, ex, cols, start, bk*c.Knob("SPLIT")).Reduce(0, ir.RMax).Named("amax_part")
+	part := expertAmaxRows(b, c, w, k, n, ex, cols, start, bk*c.Knob(knob.Split)).Reduce(0, ir.RMax).Named("amax_part")
 	cols = b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
 	// Relaxed is enough: the cast kernel reads amax after this launch ends.
 	b.AtomicMax(b.PtrAdd(amax, b.ProgramID(2).Mul(n).Add(cols)), part, cols.Lt(n), ir.Relaxed, ir.ScopeAgent)
@@ -55,7 +55,7 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	k, n := b.Size("K"), b.Size("N")
-	bn := c.Knob("BLOCK_N")
+	bn := c.Knob(knob.BlockN)
 	ex := b.ProgramID(2)
 	cols := b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
 	scols := ex.Mul(n).Add(cols).Named("scale_offs")
@@ -67,7 +67,7 @@ func expertCastKernel(b *ir.Builder, c *Call) {
 // expertOutput is the fp8 output parameter: q[E,K,N] (layout=kn) or the
 // transposed qt[E,N,K].
 func expertOutput(b *ir.Builder, c *Call) *ir.Value {
-	if c.Opt("layout") == "kn" {
+	if c.Opt(opt.Layout) == "kn" {
 		return b.Param("q", ir.FP8(c.Format))
 	}
 	return b.Param("qt", ir.FP8(c.Format))
@@ -84,7 +84,7 @@ func expertCastTile(b *ir.Builder, c *Call, w, q, k, n, ex, k0, scale *ir.Value)
 // fp8 to q, or transposed to qt (layout=nk).
 func expertStoreTile(b *ir.Builder, c *Call, q, k, n, ex, k0, x *ir.Value) {
 	v := x.Cast(ir.FP8(c.Format)).Named("q")
-	if c.Opt("layout") == "kn" {
+	if c.Opt(opt.Layout) == "kn" {
 		_, _, offs, mask := expertTile(b, c, k, n, k0)
 		b.Store(b.PtrAdd(q, offs), v, mask)
 	} else {
@@ -106,7 +106,7 @@ func expertFusedKernel(b *ir.Builder, c *Call) {
 	inv := b.Param("inv_scale", ir.F32)
 	amaxp := b.Param("amax", ir.F32)
 	k, n := b.Size("K"), b.Size("N")
-	bk, bn := c.Knob("BLOCK_K"), c.Knob("BLOCK_N")
+	bk, bn := c.Knob(knob.BlockK), c.Knob(knob.BlockN)
 	ex := b.ProgramID(2)
 	cols := b.ProgramID(0).Mul(bn).Add(b.Arange(bn)).Named("cols")
 	amax := expertAmaxRows(b, c, w, k, n, ex, cols, b.Int(0), bk).Reduce(0, ir.RMax).Named("amax")
@@ -133,7 +133,7 @@ const (
 
 // groupedPID is the program's index along one of the grouped grid's axes.
 func groupedPID(b *ir.Builder, c *Call, axis int) *ir.Value {
-	if c.Knob("ORDER") == 1 {
+	if c.Knob(knob.Order) == 1 {
 		return b.ProgramID([3]int{1, 2, 0}[axis])
 	}
 	return b.ProgramID(axis)
@@ -164,7 +164,7 @@ func groupRowsOf(b *ir.Builder, offsets, t, ne, g *ir.Value) (lo, hi, bad *ir.Va
 // start on vector boundaries), every SPLIT-th from the program's own; with
 // byRows every tile.
 func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *ir.Value, step int) {
-	bt, split := c.Knob("BLOCK_T"), c.Knob("SPLIT")
+	bt, split := c.Knob(knob.BlockT), c.Knob(knob.Split)
 	start = lo.Div(bt).Mul(bt)
 	if byRows {
 		split = 1
@@ -181,7 +181,7 @@ func groupTileStart(b *ir.Builder, c *Call, lo *ir.Value, byRows bool) (start *i
 // (tileLoop).
 func groupTilesOfX(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool, inits []*ir.Value, body func(t0, xf *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	start, step := groupTileStart(b, c, lo, byRows)
-	return groupTilesFrom(b, c, x, lo, hi, k, start, step, c.Knob("BLOCK_T"), inits, body)
+	return groupTilesFrom(b, c, x, lo, hi, k, start, step, c.Knob(knob.BlockT), inits, body)
 }
 
 // groupTilesFrom is groupTilesOfX's loop over the tiles from row start,
@@ -197,7 +197,7 @@ func groupTilesFrom(b *ir.Builder, c *Call, x, lo, hi, k, start *ir.Value, step,
 		mask := rmask.Col().And(cols.Lt(k).Row()).Named("mask")
 		return b.Load(b.PtrAdd(x, offs), mask, nil)
 	}
-	return tileLoop(b, start, hi, step, align, c.Knob("PREFETCH") == 1, load, inits,
+	return tileLoop(b, start, hi, step, align, c.Knob(knob.Prefetch) == 1, load, inits,
 		func(t0, tile *ir.Value, carried []*ir.Value) []*ir.Value {
 			return body(t0, tile.Cast(ir.F32).Named("xf"), carried)
 		})
@@ -207,19 +207,19 @@ func groupTilesFrom(b *ir.Builder, c *Call, x, lo, hi, k, start *ir.Value, step,
 // [lo, hi): built afresh for each access, so that each takes the layout
 // its access wants.
 func groupedRows(b *ir.Builder, c *Call, t0, lo, hi *ir.Value) (rows, ok *ir.Value) {
-	rows = t0.Add(b.Arange(c.Knob("BLOCK_T"))).Named("rows")
+	rows = t0.Add(b.Arange(c.Knob(knob.BlockT))).Named("rows")
 	return rows, rows.Ge(lo).And(rows.Lt(hi)).Named("row_ok")
 }
 
 func groupedCols(b *ir.Builder, c *Call) *ir.Value {
-	bk := c.Knob("BLOCK_K")
+	bk := c.Knob(knob.BlockK)
 	return groupedPID(b, c, axisCol).Mul(bk).Add(b.Arange(bk)).Named("cols")
 }
 
 // groupedAmaxRows is the loop of the program's tiles of its group's rows
 // [lo, hi) and column block into a [BLOCK_T, BLOCK_K] accumulator.
 func groupedAmaxRows(b *ir.Builder, c *Call, x, lo, hi, k *ir.Value, byRows bool) *ir.Value {
-	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob("BLOCK_T"), c.Knob("BLOCK_K")).Named("amax_part")},
+	acc := groupTilesOfX(b, c, x, lo, hi, k, byRows, []*ir.Value{b.Full(ir.F32, 0, c.Knob(knob.BlockT), c.Knob(knob.BlockK)).Named("amax_part")},
 		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
 			return []*ir.Value{acc[0].Max(xf.Abs())}
 		})
@@ -328,7 +328,7 @@ func groupedFusedKernel(b *ir.Builder, c *Call) {
 // not a candidate.
 func groupedHeldKernel(b *ir.Builder, c *Call) {
 	x, qt, inv, amaxp, t, k, g, lo, hi := groupedFusedStart(b, c)
-	bt, tiles := c.Knob("BLOCK_T"), c.Knob("HOLD")
+	bt, tiles := c.Knob(knob.BlockT), c.Knob(knob.Hold)
 	held := bt * tiles
 	// Rows from a multiple of 16, so that qt's stores start on vectors.
 	start := lo.Div(16).Mul(16).Named("t_start").MultipleOf(16)
@@ -337,7 +337,7 @@ func groupedHeldKernel(b *ir.Builder, c *Call) {
 	st := b.Stage(b.PtrAdd(x, rows.Col().Mul(k).Add(cols.Row())),
 		rows.Ge(lo).And(rows.Lt(hi)).Col().And(cols.Lt(k).Row())).Named("x_held")
 	rest := start.Add(held).Named("rest_start").MultipleOf(16)
-	acc := groupTilesFrom(b, c, x, lo, hi, k, rest, bt, 16, []*ir.Value{b.Full(ir.F32, 0, bt, c.Knob("BLOCK_K")).Named("amax_part")},
+	acc := groupTilesFrom(b, c, x, lo, hi, k, rest, bt, 16, []*ir.Value{b.Full(ir.F32, 0, bt, c.Knob(knob.BlockK)).Named("amax_part")},
 		func(_, xf *ir.Value, acc []*ir.Value) []*ir.Value {
 			return []*ir.Value{acc[0].Max(xf.Abs())}
 		})[0]
@@ -374,8 +374,8 @@ func groupedHeldKernel(b *ir.Builder, c *Call) {
 // groupedRange is the rows [r0, r1) of by-rows program ps: its share of
 // x's tiles, cdiv(cdiv(T, BLOCK_T), SPLIT) of them (none past the end).
 func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
-	bt := c.Knob("BLOCK_T")
-	per := t.CDiv(bt).CDiv(c.Knob("SPLIT")).Mul(bt).Named("range_rows")
+	bt := c.Knob(knob.BlockT)
+	per := t.CDiv(bt).CDiv(c.Knob(knob.Split)).Mul(bt).Named("range_rows")
 	r0 = groupedPID(b, c, axisSplit).Mul(per).Min(t).Named("row0")
 	r1 = r0.Add(per).Min(t).Named("row1")
 	return r0, r1
@@ -384,7 +384,7 @@ func groupedRange(b *ir.Builder, c *Call, t *ir.Value) (r0, r1 *ir.Value) {
 // groupedOffsets loads offsets as a [BLOCK_E] tile: each group's end row
 // (T past E, where no group is) and its start.
 func groupedOffsets(b *ir.Builder, c *Call, offsets, t, ne *ir.Value) (gs, lo, hi *ir.Value) {
-	gs = b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	gs = b.Arange(c.Knob(knob.BlockE)).Named("groups")
 	in := gs.Lt(ne)
 	hi = b.Where(in, b.Index(b.Load(b.PtrAdd(offsets, gs), in, 0)), t).Named("ends")
 	prev := b.Where(gs.Eq(0), b.Int(0), gs.Sub(1)) // no address before offsets, even masked
@@ -452,7 +452,7 @@ func groupedCastByRowsKernel(b *ir.Builder, c *Call) {
 	})
 	// Every group's inv_scale, empty ones too (which no range meets): each
 	// program those of every SPLIT-th group from its own.
-	b.For(groupedPID(b, c, axisSplit), ne, c.Knob("SPLIT"), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
+	b.For(groupedPID(b, c, axisSplit), ne, c.Knob(knob.Split), nil, func(g *ir.Value, _ []*ir.Value) []*ir.Value {
 		scale, scols := scaleOfGroup(g)
 		b.Store(b.PtrAdd(inv, scols), b.Div(1, scale), groupedCols(b, c).Lt(k))
 		return nil

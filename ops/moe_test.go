@@ -87,7 +87,7 @@ func TestGroupedOffsetsPatterns(t *testing.T) {
 				})
 			}
 		}
-		bt := p.Knob("BLOCK_T")
+		bt := p.Knob(knob.BlockT)
 		for _, offs := range [][]int{
 			{bt - 1, bt, bt + 1, 2*bt - 1, 3 * bt, 700},
 			{0, 0, bt + 1, bt + 1, 700 - 1, 700},

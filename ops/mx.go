@@ -56,7 +56,7 @@ var mxOptions = []Option{
 // are 0 (what to_blocked's zero padding gives). mxSwizzledLen is the
 // padded length in sizes.
 func mxSwizzledLen(rows, cols string) expr.Expr {
-	return e("cdiv(" + rows + ", 128) * 128 * (cdiv(" + cols + ", 4) * 4)")
+	return e("cdiv(rows, 128) * 128 * (cdiv(cols, 4) * 4)", "rows", rows, "cols", cols)
 }
 
 // The gfx950 layout (hipBLASLt's HIPBLASLT_MATMUL_MATRIX_SCALE_BLK32_UE8M0_32_8_EXT,
@@ -66,7 +66,7 @@ func mxSwizzledLen(rows, cols string) expr.Expr {
 // (c % 4)·64 + (r % 16)·4 + (c / 4)·2 + r / 16. Padding 0. mxGfx950Len
 // is the padded length.
 func mxGfx950Len(rows, cols string) expr.Expr {
-	return e("cdiv(" + rows + ", 32) * 32 * (cdiv(" + cols + ", 8) * 8)")
+	return e("cdiv(rows, 32) * 32 * (cdiv(cols, 8) * 8)", "rows", rows, "cols", cols)
 }
 
 var MXCast = register(&Op{
@@ -92,9 +92,9 @@ var MXCast = register(&Op{
 	// that the kernels write the padding too.
 	Kernels: []*Kernel{
 		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(M * K / 32, ROWS)"), e("1"), e("1")}},
-		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(" + mxSwizzledLen("M", "K / 32").String() + ", ROWS)"), e("1"), e("1")}},
+		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(slots, ROWS)", "slots", mxSwizzledLen("M", "K / 32")), e("1"), e("1")}},
 		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=rowmajor", Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(M / 32, RB)"), e("1")}},
-		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=gfx950", Grid: [3]expr.Expr{e("cdiv(" + mxGfx950Len("M", "K / 32").String() + ", ROWS)"), e("1"), e("1")}},
+		{Name: "mx_cast_rows", Build: mxRowsKernel, Option: "dim=0,scales=gfx950", Grid: [3]expr.Expr{e("cdiv(slots, ROWS)", "slots", mxGfx950Len("M", "K / 32")), e("1"), e("1")}},
 		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=swizzled", Grid: [3]expr.Expr{e("cdiv(cdiv(K, 128) * 128, BLOCK_K)"), e("cdiv(cdiv(M / 32, 4) * 4, RB)"), e("1")}},
 		// K padded to 256: both's scale[M, K/32] pads its blocks to 8.
 		{Name: "mx_cast_cols", Build: mxColsKernel, Option: "dim=1|both,scales=gfx950", Grid: [3]expr.Expr{e("cdiv(cdiv(K, 256) * 256, BLOCK_K)"), e("cdiv(cdiv(M / 32, 8) * 8, RB)"), e("1")}},
@@ -111,8 +111,8 @@ var MXCast = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 32"), tileLimit("32 * BLOCK_K"),
-		{Cond: e("cdiv(" + mxSwizzledLen("M", "K / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
-		{Cond: e("cdiv(" + mxGfx950Len("M", "K / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(slots, ROWS) <= 2147483647", "slots", mxSwizzledLen("M", "K / 32")), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(slots, ROWS) <= 2147483647", "slots", mxGfx950Len("M", "K / 32")), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
 		{Cond: e("cdiv(cdiv(M / 32, 8) * 8, RB) <= 65535"), Why: "grid axis 1 (row blocks, padded to 8) holds at most 65535 programs"},
 	},
 	Candidates: func() []Candidate {
@@ -120,9 +120,9 @@ var MXCast = register(&Op{
 		for _, c := range []struct{ warps, per, bk, rb string }{{"4", "8", "128", "8"}, {"8", "16", "256", "4"}, {"4", "16", "64", "16"}, {"2", "8", "128", "2"}} {
 			out = append(out, Candidate{
 				{"WARPS", e(c.warps)},
-				{"ROWS", e("WARPS * WAVE * " + c.per + " / 32")},
+				{"ROWS", e("WARPS * WAVE * per / 32", "per", c.per)},
 				{"BLOCK_K", e(c.bk)},
-				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(cdiv(M, 256) * 8, 65535)))")},
+				{"RB", e("max(rb, pow2ceil(cdiv(cdiv(M, 256) * 8, 65535)))", "rb", c.rb)},
 			})
 		}
 		return out
@@ -160,7 +160,7 @@ var MXCast = register(&Op{
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output))
 		enc := refnum.Encoder(c.Format)
-		rceil := c.Opt("mx_round") == "rceil"
+		rceil := c.Opt(opt.MXRound) == "rceil"
 		block := make([]float32, 32)
 		// quantize sets block's scale byte and its 32 codes through put.
 		quantize := func(put func(e int, b uint8)) uint8 {
@@ -174,7 +174,7 @@ var MXCast = register(&Op{
 			}
 			return s
 		}
-		lay := refScaleLayouts[c.Opt("scales")].lay
+		lay := refScaleLayouts[c.Opt(opt.Scales)].lay
 		if q := out["q"]; q != nil {
 			refMXRows(c, x, m, k, q, out["scale"])
 		}
@@ -195,7 +195,7 @@ var MXCast = register(&Op{
 	},
 	Dequantize: func(c *Call, _, out map[string]*Tensor) []float32 {
 		m, k := c.Size("M"), c.Size("K")
-		at := refScaleLayouts[c.Opt("scales")].index
+		at := refScaleLayouts[c.Opt(opt.Scales)].index
 		if out["q"] == nil { // dim=1: qt back into x's layout
 			qt, st := out["qt"], out["scale_t"]
 			x := make([]float32, m*k)
@@ -215,7 +215,7 @@ var MXCast = register(&Op{
 // codes into q, scales laid out (the scales option) into scale.
 func refMXRows(c *Call, x []float32, m, k int, q, scale *Tensor) {
 	enc := refnum.Encoder(c.Format)
-	rceil := c.Opt("mx_round") == "rceil"
+	rceil := c.Opt(opt.MXRound) == "rceil"
 	kb := k / 32
 	s := make([]uint8, m*kb)
 	for i := range m {
@@ -232,7 +232,7 @@ func refMXRows(c *Call, x []float32, m, k int, q, scale *Tensor) {
 			s[i*kb+j] = b
 		}
 	}
-	copy(scale.Data, refScaleLayouts[c.Opt("scales")].lay(s, m, kb))
+	copy(scale.Data, refScaleLayouts[c.Opt(opt.Scales)].lay(s, m, kb))
 }
 
 // refMXScale is the E8M0 byte of a block by the rule above, from the

@@ -39,7 +39,7 @@ const groupedMXBlocks = "cdiv(T + 31 * E, 32)"
 
 // groupedMXScaleCols is SC, the columns of the swizzled scale_t: every
 // group's blocks rounded up to 4.
-const groupedMXScaleCols = "cdiv(" + groupedMXBlocks + " + 3 * E, 4) * 4"
+var groupedMXScaleCols = e("cdiv(blocks + 3 * E, 4) * 4", "blocks", groupedMXBlocks)
 
 var GroupedMXCast = register(&Op{
 	Name: "grouped_mx_cast",
@@ -56,11 +56,11 @@ var GroupedMXCast = register(&Op{
 		{Name: "x", DType: "{in}", Shape: []expr.Expr{e("T"), e("K")}, Role: Input},
 		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input,
 			Doc: "cumulative end row of each group: group g holds rows offsets[g-1] … offsets[g]-1 (offsets[-1] = 0), offsets[E-1] = T"},
-		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e(groupedMXBlocks + " * 32")}, Role: Output,
+		{Name: "qt", DType: "fp8", Shape: []expr.Expr{e("K"), e("blocks * 32", "blocks", groupedMXBlocks)}, Role: Output,
 			Doc: "x transposed, group g in columns padded_offsets[g-1] … padded_offsets[g]-1, its rows then zeros; zeros past the last group"},
 		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("K"), e(groupedMXBlocks)}, Role: Output, When: "scales=rowmajor",
 			Doc: "block (j, i)'s scale: qt[j, 32i : 32i+32]"},
-		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("cdiv(K, 128) * 128"), e(groupedMXScaleCols)}, Role: Output, When: "scales=swizzled",
+		{Name: "scale_t", DType: "e8m0", Shape: []expr.Expr{e("cdiv(K, 128) * 128"), groupedMXScaleCols}, Role: Output, When: "scales=swizzled",
 			Doc: "each group's scales [K, its blocks] in 128x4 tiles, stored in order from byte (K rounded up to 128)·scale_offsets[g-1] (docs/ops.md)"},
 		{Name: "scale_rows", DType: "e8m0", Shape: []expr.Expr{e("K"), e(groupedMXBlocks)}, Role: Scratch, When: "scales=swizzled",
 			Doc: "the scales row-major, as scales=rowmajor's scale_t, before the swizzle"},
@@ -73,9 +73,9 @@ var GroupedMXCast = register(&Op{
 	},
 	Kernels: []*Kernel{
 		{Name: "grouped_mx_offsets", Build: groupedMXOffsetsKernel, Grid: [3]expr.Expr{e("E"), e("1"), e("1")}},
-		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(" + groupedMXBlocks + ", RB)"), e("1")}},
+		{Name: "grouped_mx_cast", Build: groupedMXCastKernel, Grid: [3]expr.Expr{e("cdiv(K, BLOCK_K)"), e("cdiv(blocks, RB)", "blocks", groupedMXBlocks), e("1")}},
 		{Name: "grouped_mx_swizzle", Build: groupedMXSwizzleKernel, Option: "scales=swizzled",
-			Grid: [3]expr.Expr{e("cdiv(" + groupedMXScaleCols + " / 4, WARPS)"), e("cdiv(K, 128)"), e("1")}},
+			Grid: [3]expr.Expr{e("cdiv(cols / 4, WARPS)", "cols", groupedMXScaleCols), e("cdiv(K, 128)"), e("1")}},
 	},
 	OptionRules: []OptionRule{
 		{When: "scales=swizzled", Constraint: schedule.Constraint{Cond: e("cdiv(K, 128) <= 65535"),
@@ -90,7 +90,7 @@ var GroupedMXCast = register(&Op{
 	Constraints: []schedule.Constraint{
 		tileLimit("32 * BLOCK_K"),
 		{Cond: e("BLOCK_E >= E"), Why: "a program reads every group's padded end at once: BLOCK_E must be at least E"},
-		{Cond: e("cdiv(" + groupedMXBlocks + ", RB) <= 65535"), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
+		{Cond: e("cdiv(blocks, RB) <= 65535", "blocks", groupedMXBlocks), Why: "grid axis 1 (blocks of qt's columns) holds at most 65535 programs"},
 		{Cond: e("E <= 2147483647"), Why: "grid axis 0 of the offsets kernel (groups) holds at most 2^31-1 programs"},
 	},
 	Candidates: func() []Candidate {
@@ -99,7 +99,7 @@ var GroupedMXCast = register(&Op{
 			out = append(out, Candidate{
 				{"WARPS", e(c.warps)},
 				{"BLOCK_K", e(c.bk)},
-				{"RB", e("max(" + c.rb + ", pow2ceil(cdiv(" + groupedMXBlocks + ", 65535)))")},
+				{"RB", e("max(rb, pow2ceil(cdiv(blocks, 65535)))", "rb", c.rb, "blocks", groupedMXBlocks)},
 				{"BLOCK_E", e("pow2ceil(E)")},
 			})
 		}
@@ -142,14 +142,14 @@ var GroupedMXCast = register(&Op{
 		tp := groupedMXPadded(t, c.Size("E"))
 		x := in["x"].Floats()
 		out := Tensors(c.SpecsOf(Output, Scratch))
-		swizzled := c.Opt("scales") == "swizzled"
+		swizzled := c.Opt(opt.Scales) == "swizzled"
 		st := out["scale_t"].Data
 		if swizzled {
 			st = out["scale_rows"].Data
 		}
 		qt, po := out["qt"].Data, out["padded_offsets"]
 		enc := refnum.Encoder(c.Format)
-		rceil := c.Opt("mx_round") == "rceil"
+		rceil := c.Opt(opt.MXRound) == "rceil"
 		lo, col := 0, 0 // the group's first row of x and column of qt
 		block := make([]float32, 32)
 		var blocks []int // each group's blocks of 32 columns
@@ -189,7 +189,7 @@ var GroupedMXCast = register(&Op{
 		qt, st := out["qt"], out["scale_t"]
 		// scale of qt[j, p] in group g, p its column from the group's first
 		scale := func(j, p, g, col int) float32 { return float32(st.Float(j*(tp/32) + (col+p)/32)) }
-		if c.Opt("scales") == "swizzled" {
+		if c.Opt(opt.Scales) == "swizzled" {
 			kp, sw := (k+127)/128*128, refScaleLayouts["swizzled"].index
 			so := out["scale_offsets"].Ints()
 			scale = func(j, p, g, _ int) float32 {

@@ -19,7 +19,7 @@ func mxScales(b *ir.Builder, c *Call, xf *ir.Value, axis int) (scale, recip *ir.
 	amax := xf.Bitcast(ir.I32).And(0x7FFFFFFF).Reduce(axis, ir.RMax).Named("amax_bits")
 	exp := amax.ShrU(23).Named("amax_exp") // biased; 255: Inf or NaN
 	var s *ir.Value
-	if c.Opt("mx_round") == "rceil" {
+	if c.Opt(opt.MXRound) == "rceil" {
 		// descale = amax · (1/fmt_max) in f32, rounded up to a power of two.
 		d := amax.Bitcast(ir.F32).Mul(float64(1 / c.Format.Max)).Bitcast(ir.I32).Named("descale")
 		de, man := d.ShrU(23), d.And(0x7FFFFF)
@@ -100,10 +100,10 @@ func mxRowsKernel(b *ir.Builder, c *Call) {
 	q := b.Param("q", ir.FP8(c.Format))
 	sc := b.Param("scale", ir.E8M0)
 	m, k := b.Size("M"), b.Size("K")
-	rows := c.Knob("ROWS")
+	rows := c.Knob(knob.Rows)
 	slot := b.ProgramID(0).Mul(rows).Add(b.Arange(rows)).Named("block")
 	var base, ok, stored *ir.Value // x offset of the block; in x; scale written
-	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
+	if l, tiled := mxLayouts[c.Opt(opt.Scales)]; tiled {
 		kb := k.Div(mxBlock).Named("block_cols")
 		kbp := roundUp(kb, l.tc).Named("padded_cols")
 		r, col := l.cell(slot, kbp)
@@ -130,7 +130,7 @@ func mxRowsKernel(b *ir.Builder, c *Call) {
 // scales. Under a tiled scale layout the grid and the trips run over the
 // padded scale matrices; blocks past x read nothing and take scale 0.
 func mxColsKernel(b *ir.Builder, c *Call) {
-	both := c.Opt("dim") == "both"
+	both := c.Opt(opt.Dim) == "both"
 	x := b.Param("x", c.DType("x"))
 	var q, sc *ir.Value
 	if both {
@@ -140,9 +140,9 @@ func mxColsKernel(b *ir.Builder, c *Call) {
 	qt := b.Param("qt", ir.FP8(c.Format))
 	st := b.Param("scale_t", ir.E8M0)
 	m, k := b.Size("M"), b.Size("K")
-	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
+	bk, rb := c.Knob(knob.BlockK), c.Knob(knob.RB)
 	mb := m.Div(mxBlock).Named("row_blocks")
-	l, tiled := mxLayouts[c.Opt("scales")]
+	l, tiled := mxLayouts[c.Opt(opt.Scales)]
 	trips := mb // row blocks the trips run over
 	if tiled {
 		trips = roundUp(mb, l.tc).Named("padded_row_blocks")
@@ -212,7 +212,7 @@ func groupedMXOffsetsKernel(b *ir.Builder, c *Call) {
 	upTo := b.Where(gs.Le(g).And(gs.Lt(ne)), roundUp(sizes, mxBlock), b.Int(0))
 	end := upTo.Reduce(0, ir.RSum).Min(groupedMXTP(b, t, ne)).Named("padded_end")
 	b.Store(b.PtrAdd(po, g), end.Cast(ir.I32), nil)
-	if c.Opt("scales") == "swizzled" {
+	if c.Opt(opt.Scales) == "swizzled" {
 		// Each group's blocks rounded up to 4: its rows rounded up to 128.
 		upTo := b.Where(gs.Le(g).And(gs.Lt(ne)), roundUp(sizes, 4*mxBlock).Div(mxBlock), b.Int(0))
 		end := upTo.Reduce(0, ir.RSum).Min(groupedMXScaleWidth(groupedMXTP(b, t, ne), ne)).Named("scale_end")
@@ -246,18 +246,18 @@ func groupedMXCastKernel(b *ir.Builder, c *Call) {
 	po := b.Param("padded_offsets", ir.I32)
 	qt := b.Param("qt", ir.FP8(c.Format))
 	name := "scale_t"
-	if c.Opt("scales") == "swizzled" {
+	if c.Opt(opt.Scales) == "swizzled" {
 		name = "scale_rows" // laid out per group by groupedMXSwizzleKernel
 	}
 	st := b.Param(name, ir.E8M0)
 	t, k, ne := b.Size("T"), b.Size("K"), b.Size("E")
-	bk, rb := c.Knob("BLOCK_K"), c.Knob("RB")
+	bk, rb := c.Knob(knob.BlockK), c.Knob(knob.RB)
 	tp := groupedMXTP(b, t, ne)
 	blocks := tp.Div(mxBlock).Named("col_blocks")
 	pk := b.ProgramID(0)
 	cols := pk.Mul(bk).Add(b.Arange(bk)).Named("cols")
 	colOK := cols.Lt(k).Named("col_ok")
-	gs := b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	gs := b.Arange(c.Knob(knob.BlockE)).Named("groups")
 	ends := b.Where(gs.Lt(ne), b.Index(b.Load(b.PtrAdd(po, gs), gs.Lt(ne), 0)), tp).Named("padded_ends")
 	first := b.ProgramID(1).Mul(rb).Named("first")
 	fp8 := ir.FP8(c.Format)
@@ -301,8 +301,8 @@ func groupedMXSwizzleKernel(b *ir.Builder, c *Call) {
 	tp := groupedMXTP(b, t, ne)
 	blocks := tp.Div(mxBlock).Named("col_blocks")
 	sc := groupedMXScaleWidth(tp, ne)
-	bj := 4 * c.Knob("WARPS")
-	gs := b.Arange(c.Knob("BLOCK_E")).Named("groups")
+	bj := 4 * c.Knob(knob.Warps)
+	gs := b.Arange(c.Knob(knob.BlockE)).Named("groups")
 	ends := b.Where(gs.Lt(ne), b.Index(b.Load(b.PtrAdd(so, gs), gs.Lt(ne), 0)), sc).Named("scale_ends")
 	j := b.ProgramID(0).Mul(bj).Add(b.Arange(bj)).Named("col")
 	g := b.Where(ends.Row().Le(j.Col()), b.Int(1), b.Int(0)).Reduce(1, ir.RSum).Named("group")

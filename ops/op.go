@@ -516,19 +516,19 @@ func (c *Call) Size(n string) int {
 }
 
 // Knob is a schedule knob's value.
-func (c *Call) Knob(n string) int { return c.Schedule.Get(n) }
+func (c *Call) Knob(k KnobName) int { return c.Schedule.Get(k.name) }
 
 // Opt is an option's value.
-func (c *Call) Opt(n string) string {
-	v, ok := c.Options[n]
+func (c *Call) Opt(o OptName) string {
+	v, ok := c.Options[o.name]
 	if !ok {
-		panic("BUG: " + c.Op.Name + " has no option " + n)
+		panic("BUG: " + c.Op.Name + " has no option " + o.name)
 	}
 	return v
 }
 
 // Flag is a yes/no option.
-func (c *Call) Flag(n string) bool { return c.Opt(n) == "true" }
+func (c *Call) Flag(o OptName) bool { return c.Opt(o) == "true" }
 
 // DType is the element type of one of the op's tensors.
 func (c *Call) DType(tensor string) ir.DType {
@@ -886,9 +886,9 @@ func (c *Call) Build(k *Kernel, cfg *lower.Config) (*ir.Func, error) {
 		return nil, err
 	}
 	cc := *cfg
-	cc.Warps = c.Knob("WARPS")
+	cc.Warps = c.Knob(knob.Warps)
 	if _, ok := c.Schedule["LANES"]; ok {
-		cc.Lanes = c.Knob("LANES")
+		cc.Lanes = c.Knob(knob.Lanes)
 	}
 	if cc.Div == nil {
 		cc.Div = Divisors(c.Shape)

@@ -84,9 +84,9 @@ var MoEPermute = register(&Op{
 		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output,
 			Doc: "cumulative padded end row of each expert (expert g holds rows offsets[g-1] … offsets[g]-1)"},
 		{Name: "counts", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Output, Doc: "each expert's routed rows, its first"},
-		{Name: "block_counts", DType: "i32", Shape: []expr.Expr{e("cdiv(T, " + strconv.Itoa(permuteMinBlock) + ")"), e("E")}, Role: Scratch,
+		{Name: "block_counts", DType: "i32", Shape: []expr.Expr{e("cdiv(T, block)", "block", permuteMinBlock), e("E")}, Role: Scratch,
 			Doc: "routes of each block of BLOCK_T tokens per expert"},
-		{Name: "block_base", DType: "i32", Shape: []expr.Expr{e("cdiv(T, " + strconv.Itoa(permuteMinBlock) + ")"), e("E")}, Role: Scratch,
+		{Name: "block_base", DType: "i32", Shape: []expr.Expr{e("cdiv(T, block)", "block", permuteMinBlock), e("E")}, Role: Scratch,
 			Doc: "routes of the blocks before each block per expert"},
 	},
 	Kernels: []*Kernel{
@@ -120,7 +120,7 @@ var MoEPermute = register(&Op{
 		{Cond: e("E <= 128"), Why: "E must be at most 128 (a program lays out every expert at once)"},
 		{Cond: e("TOPK <= 16"), Why: "TOPK must be at most 16"},
 		{Cond: e("PAD >= 1 && PAD <= 4096"), Why: "PAD must be within 1 … 4096"},
-		{Cond: e(permuteCap + " <= 2147483647"), Why: "out's rows (T·TOPK + E·(PAD−1)) must be fewer than 2^31"},
+		{Cond: e("rows <= 2147483647", "rows", permuteCap), Why: "out's rows (T·TOPK + E·(PAD−1)) must be fewer than 2^31"},
 	},
 	Candidates: func() []Candidate {
 		var out []Candidate
@@ -129,11 +129,11 @@ var MoEPermute = register(&Op{
 				out = append(out, Candidate{
 					{"BLOCK_H", e("pow2ceil(H) <= 4096 ? pow2ceil(H) : 1024")},
 					{"TILES", e("cdiv(H, BLOCK_H)")},
-					{"WARPS", e("max(1, min(pow2ceil(cdiv(TILES * BLOCK_H, " + per + " * WAVE)), MAXBLOCK / WAVE))")},
-					{"ROWS", e("max(1, min(8, pow2ceil(cdiv(" + per + " * WAVE * WARPS, TILES * BLOCK_H))))")},
+					{"WARPS", e("max(1, min(pow2ceil(cdiv(TILES * BLOCK_H, per * WAVE)), MAXBLOCK / WAVE))", "per", per)},
+					{"ROWS", e("max(1, min(8, pow2ceil(cdiv(per * WAVE * WARPS, TILES * BLOCK_H))))", "per", per)},
 					{"BLOCK_E", e("pow2ceil(E)")},
 					{"TOPKB", e("pow2ceil(TOPK)")},
-					{"BLOCK_T", e("max(" + bt + ", ROWS)")},
+					{"BLOCK_T", e("max(bt, ROWS)", "bt", bt)},
 				})
 			}
 		}
@@ -204,7 +204,7 @@ func permuteRef(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		out["offsets"].SetBits(g, uint64(ends[g]))
 	}
 	x, o := in["x"], out["out"]
-	rowwise := c.Opt("quant") == "rowwise"
+	rowwise := c.Opt(opt.Quant) == "rowwise"
 	var enc func(float32) uint8
 	if rowwise {
 		enc = refnum.Encoder(c.Format)
@@ -263,14 +263,14 @@ func permuteBytes(c *Call, in map[string]*Tensor) int {
 		rows = int(ends[ne-1])
 	}
 	perRow := h * c.DType("out").Bytes()
-	if c.Opt("quant") == "rowwise" {
+	if c.Opt(opt.Quant) == "rowwise" {
 		perRow += 4
 	}
-	if c.Flag("probs") {
+	if c.Flag(opt.Probs) {
 		perRow += 4
 	}
 	n := routed*h*c.DType("x").Bytes() + rows*perRow + 2*len(idx)*4 + 2*ne*4
-	if c.Flag("probs") {
+	if c.Flag(opt.Probs) {
 		n += len(idx) * 4
 	}
 	return n
@@ -302,7 +302,7 @@ func permuteInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tenso
 // at all.
 func routing(c *Call, r *rand.Rand, adversarial bool) []int64 {
 	tn, ne, topk := c.Size("T"), c.Size("E"), c.Size("TOPK")
-	ep, _ := strconv.Atoi(c.Opt("ep"))
+	ep, _ := strconv.Atoi(c.Opt(opt.EP))
 	idx := make([]int64, tn*topk)
 	global := max(ne*ep, topk)
 	pick := make([]int, global)

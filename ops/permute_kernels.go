@@ -33,11 +33,11 @@ func moeCountKernel(b *ir.Builder, c *Call) {
 	bc := b.Param("block_counts", ir.I32)
 	z := declareMoE(b)
 	tn, ne := z.t, z.e
-	bt := c.Knob("BLOCK_T")
-	experts := b.Arange(c.Knob("BLOCK_E")).Named("experts")
+	bt := c.Knob(knob.BlockT)
+	experts := b.Arange(c.Knob(knob.BlockE)).Named("experts")
 	toks := b.ProgramID(0).Mul(bt).Add(b.Arange(bt)).Named("toks")
 	var n *ir.Value
-	for k := range c.Knob("TOPKB") {
+	for k := range c.Knob(knob.TopKB) {
 		g, routed, _ := z.routes(b, idx, toks, toks.Lt(tn), k)
 		hits := b.Where(g.Col().Eq(experts.Row()).And(routed.Col()), b.Int(1), b.Int(0)).Reduce(0, ir.RSum)
 		if n == nil {
@@ -59,7 +59,7 @@ func moeScanKernel(b *ir.Builder, c *Call) {
 	z := declareMoE(b)
 	tn, ne := z.t, z.e
 	g := b.ProgramID(0)
-	blocks := tn.CDiv(c.Knob("BLOCK_T")).Named("blocks")
+	blocks := tn.CDiv(c.Knob(knob.BlockT)).Named("blocks")
 	j := b.Arange(permuteScanChunk)
 	before := j.Col().Gt(j.Row()) // row j sums the chunk's blocks j' < j
 	total := b.For(0, blocks, permuteScanChunk, []*ir.Value{b.Int(0).Named("total")}, func(j0 *ir.Value, carried []*ir.Value) []*ir.Value {
@@ -79,11 +79,11 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	idx := b.Param("indices", ir.I32)
 	var probs, inv, outProbs *ir.Value
-	if c.Flag("probs") {
+	if c.Flag(opt.Probs) {
 		probs = b.Param("probs", ir.F32)
 	}
 	out := b.Param("out", c.DType("out"))
-	rowwise := c.Opt("quant") == "rowwise"
+	rowwise := c.Opt(opt.Quant) == "rowwise"
 	if rowwise {
 		inv = b.Param("inv_scale", ir.F32)
 	}
@@ -96,12 +96,12 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 	base := b.Param("block_base", ir.I32)
 	z := declareMoE(b)
 	tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
-	bt, nr, bh := c.Knob("BLOCK_T"), c.Knob("ROWS"), c.Knob("BLOCK_H")
+	bt, nr, bh := c.Knob(knob.BlockT), c.Knob(knob.Rows), c.Knob(knob.BlockH)
 	pid := b.ProgramID(0)
 
 	// The experts' rows: each padded to a multiple of PAD, one after
 	// another (program 0 writes their ends).
-	experts := b.Arange(c.Knob("BLOCK_E")).Named("experts")
+	experts := b.Arange(c.Knob(knob.BlockE)).Named("experts")
 	eok := experts.Lt(ne)
 	// Every row lies below the capacity; the clamps (which valid counts
 	// never meet) bound the index arithmetic for the 32-bit form.
@@ -124,13 +124,13 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 		ok := toks.Lt(tEnd)
 		in := toks.Min(tn.Sub(1))
 		var gs, routed, ats, dests []*ir.Value
-		for k := range c.Knob("TOPKB") {
+		for k := range c.Knob(knob.TopKB) {
 			g, rk, at := z.routes(b, idx, toks, ok, k)
 			gs, routed, ats = append(gs, g), append(routed, rk), append(ats, at)
 		}
 		// A route's row: its expert's next, plus the routes of this trip
 		// before it (earlier tokens, or this token's earlier k) to it.
-		taken := b.Full(next.Type.DType, 0, c.Knob("BLOCK_E"))
+		taken := b.Full(next.Type.DType, 0, c.Knob(knob.BlockE))
 		for k, g := range gs {
 			hot := g.Col().Eq(experts.Row()).And(routed[k].Col())
 			dest := b.Where(hot, next.Row(), 0).Reduce(1, ir.RMax) // one expert is hot, or none
@@ -153,7 +153,7 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 		}
 		// The tokens' rows, read once, quantized once, stored to each route.
 		var rows, masks []*ir.Value
-		for i := range c.Knob("TILES") {
+		for i := range c.Knob(knob.Tiles) {
 			cols := b.Add(i*bh, b.Arange(bh)).Named("cols")
 			masks = append(masks, cols.Lt(hn).Row())
 			offs := in.Col().Mul(hn).Add(cols.Row()).Named("offs_x")
@@ -196,18 +196,18 @@ func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
 		src := b.Param(rows, ir.BF16)
 		rowMap := b.Param("row_map", ir.I32)
 		var probs *ir.Value
-		if _, ok := c.Options["probs"]; ok && c.Flag("probs") {
+		if _, ok := c.Options["probs"]; ok && c.Flag(opt.Probs) {
 			probs = b.Param("probs", ir.F32)
 		}
 		dst := b.Param(grads, ir.BF16)
 		z := declareMoE(b)
 		tn, hn := z.t, z.h
-		nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
+		nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
 		toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 		ok := toks.Lt(tn)
 		in := toks.Min(tn.Sub(1))
 		var at, has, ps []*ir.Value
-		for k := range c.Knob("TOPKB") {
+		for k := range c.Knob(knob.TopKB) {
 			route, r, h := z.routeRow(b, rowMap, in, ok, k)
 			at, has = append(at, r.Col().Mul(hn)), append(has, h)
 			if probs != nil {
@@ -243,12 +243,12 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	dy := b.Param("dy", ir.BF16)
 	rowMap := b.Param("row_map", ir.I32)
 	var probs, eo, inv, dprobs *ir.Value
-	if c.Flag("probs") {
+	if c.Flag(opt.Probs) {
 		probs, eo = b.Param("probs", ir.F32), b.Param("expert_out", ir.BF16)
 	}
 	offsets, counts := b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
 	dst := b.Param("d_expert_out", c.DType("d_expert_out"))
-	rowwise := c.Opt("quant") == "rowwise"
+	rowwise := c.Opt(opt.Quant) == "rowwise"
 	if rowwise {
 		inv = b.Param("inv_scale", ir.F32)
 	}
@@ -257,18 +257,18 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	}
 	z := declareMoE(b)
 	tn, hn := z.t, z.h
-	nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
+	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
 	capRows := z.capacity()
 	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 	ok := toks.Lt(tn)
 	in := toks.Min(tn.Sub(1))
 	var cols, masks, ds []*ir.Value
-	for i := range c.Knob("TILES") {
+	for i := range c.Knob(knob.Tiles) {
 		cs := b.Add(i*bh, b.Arange(bh)).Named("cols")
 		cols, masks = append(cols, cs), append(masks, cs.Lt(hn).Row())
 		ds = append(ds, b.Load(b.PtrAdd(dy, in.Col().Mul(hn).Add(cs.Row())), ok.Col().And(masks[i]), 0).Cast(ir.F32).Named("dy"))
 	}
-	for k := range c.Knob("TOPKB") {
+	for k := range c.Knob(knob.TopKB) {
 		route, r, has := z.routeRow(b, rowMap, in, ok, k)
 		at := r.Col().Mul(hn).Named("at")
 		gs := ds
@@ -316,7 +316,7 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 // capacity), ROWS a trip, out's TILES·BLOCK_H columns, and where given a
 // row of zeros' inv_scale and a probability of 0.
 func (z moeSizes) zeroPadding(b *ir.Builder, c *Call, bounds func(g *ir.Value) (from, end *ir.Value), out, inv, probs *ir.Value) {
-	nr, bh := c.Knob("ROWS"), c.Knob("BLOCK_H")
+	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
 	capRows := z.capacity()
 	var zeroInv *ir.Value
 	if inv != nil {
@@ -329,7 +329,7 @@ func (z moeSizes) zeroPadding(b *ir.Builder, c *Call, bounds func(g *ir.Value) (
 			rows := r0.Add(b.Arange(nr)).Named("pad_rows")
 			ok := rows.Lt(end)
 			rows = rows.Max(0).Min(capRows.Sub(1))
-			for i := range c.Knob("TILES") {
+			for i := range c.Knob(knob.Tiles) {
 				cols := b.Add(i*bh, b.Arange(bh))
 				zero := b.Full(out.Type.DType.Elem(), 0, nr, bh) // a tile: its layout is the store's
 				b.Store(b.PtrAdd(out, rows.Col().Mul(z.h).Add(cols.Row())), zero, ok.Col().And(cols.Lt(z.h).Row()))

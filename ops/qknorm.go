@@ -68,9 +68,9 @@ var qkOptions = []Option{
 }
 
 func qkEps(c *Call) float64 {
-	v, err := strconv.ParseFloat(c.Opt("eps"), 64)
+	v, err := strconv.ParseFloat(c.Opt(opt.Eps), 64)
 	if err != nil {
-		panic("BUG: eps option " + c.Opt("eps"))
+		panic("BUG: eps option " + c.Opt(opt.Eps))
 	}
 	return float64(float32(v))
 }
@@ -166,14 +166,14 @@ func qkCandidates() []Candidate {
 		{"(512 / WAVE)", "4", "1", "0"}, {"16", "2", "1", "0"}, {"16", "1", "1", "0"}, {"8", "4", "1", "0"}, {"8", "4", "2", "0"},
 		{"16", "4", "1", "0"}, {"16", "4", "1", "1"}, {"32", "4", "1", "0"}, {"8", "4", "2", "1"},
 	} {
-		lanes := "min(WAVE, D / " + c.per + ")"
+		lanes := e("min(WAVE, D / per)", "per", c.per)
 		out = append(out, Candidate{
 			{"HEAD_D", e("D")},
 			{"KV_HEADS", e("HKV")},
 			{"GROUP", e("HQ / HKV")},
 			{"WARPS", e(c.warps)},
-			{"LANES", e(lanes)},
-			{"ROWS", e(c.rows + " * " + c.warps + " * WAVE / " + lanes)},
+			{"LANES", lanes},
+			{"ROWS", e("rows * warps * WAVE / lanes", "rows", c.rows, "warps", c.warps, "lanes", lanes)},
 			{"EARLY_LOADS", e(c.early)},
 		})
 	}
@@ -202,14 +202,14 @@ func qkBwdCandidates() []Candidate {
 		{"(512 / WAVE)", "4", "0"}, {"16", "4", "1"}, {"16", "2", "0"}, {"16", "3", "0"},
 		{"8", "4", "0"}, {"8", "4", "1"}, {"8", "8", "0"}, {"8", "16", "0"},
 	} {
-		lanes := "min(WAVE, D / " + c.per + ")"
+		lanes := e("min(WAVE, D / per)", "per", c.per)
 		out = append(out, Candidate{
 			{"HEAD_D", e("D")},
 			{"KV_HEADS", e("HKV")},
 			{"GROUP", e("HQ / HKV")},
 			{"WARPS", e("4")},
-			{"LANES", e(lanes)},
-			{"ROWS", e("4 * WAVE / " + lanes)},
+			{"LANES", lanes},
+			{"ROWS", e("4 * WAVE / lanes", "lanes", lanes)},
 			{"PER_CU", e(c.pc)},
 			{"EARLY_LOADS", e(c.early)},
 		})
@@ -326,7 +326,7 @@ var QKNormRopeBwd = qkOp(Op{
 	Kernels: []*Kernel{
 		{Name: "qk_rope_tables", Build: qkRopeTablesKernel, Grid: [3]expr.Expr{e("cdiv(S, ROWS)"), e("1"), e("1")}, Option: "angles=theta"},
 		{Name: "qk_norm_rope_bwd", Build: qkNormBwdKernel, Grid: [3]expr.Expr{e(qkPartsExpr), e("1"), e("1")}},
-		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("D / " + strconv.Itoa(qkFoldCols)), e("1")}},
+		{Name: "qk_norm_rope_dw", Build: qkNormDwKernel, Grid: [3]expr.Expr{e("2"), e("D / cols", "cols", qkFoldCols), e("1")}},
 	},
 	Forward: QKNormRope,
 	Tests:   qkTests([]Options{{"order": "sbhd", "rope": "gptj", "weight": "f32", "eps": "1e-5", "dx": "f32"}, {"angles": "theta"}}),
@@ -343,7 +343,7 @@ var QKNormRopeBwd = qkOp(Op{
 // values whose squares overflow f32, and of one NaN or Inf.
 func qkInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor) {
 	sl, d := c.Size("S"), c.Size("D")
-	if c.Opt("angles") == "theta" {
+	if c.Opt(opt.Angles) == "theta" {
 		for k := 0; k < d/2; k++ {
 			in["inv_freq"].Set(k, math.Pow(10000, -2*float64(k)/float64(d)))
 		}
@@ -393,7 +393,7 @@ type qkLayout struct {
 }
 
 func qkLayoutOf(c *Call) qkLayout {
-	l := qkLayout{bs: c.Size("B"), sl: c.Size("S"), hq: c.Size("HQ"), hkv: c.Size("HKV"), d: c.Size("D"), bshd: c.Opt("order") == "bshd"}
+	l := qkLayout{bs: c.Size("B"), sl: c.Size("S"), hq: c.Size("HQ"), hkv: c.Size("HKV"), d: c.Size("D"), bshd: c.Opt(opt.Order) == "bshd"}
 	l.nh = l.hq + 2*l.hkv
 	l.grp = l.hq / l.hkv
 	l.rows = l.bs * l.sl * l.nh
@@ -441,7 +441,7 @@ func f32(x float64) float64 { return float64(float32(x)) }
 // pairOf is the frequency index of element i: rotate-half pairs i with
 // i ± D/2, the interleaved pairing 2k with 2k+1.
 func pairOf(c *Call, i, d int) int {
-	if c.Opt("rope") == "gptj" {
+	if c.Opt(opt.Rope) == "gptj" {
 		return i / 2
 	}
 	return i % (d / 2)
@@ -450,7 +450,7 @@ func pairOf(c *Call, i, d int) int {
 // trigOf is cos and sin of element i at position pos: from the tables,
 // or of the f32 angle pos · inv_freq[pair] (angles=theta), rounded to f32.
 func trigOf(c *Call, in map[string]*Tensor) func(pos, i, d int) (float64, float64) {
-	if c.Opt("angles") == "theta" {
+	if c.Opt(opt.Angles) == "theta" {
 		f := in["inv_freq"]
 		return func(pos, i, d int) (float64, float64) {
 			ang := f32(float64(pos) * f.Float(pairOf(c, i, d)))
@@ -468,12 +468,12 @@ const maxThetaPos = 65536
 // qkThetaRule keeps angles=theta's positions where its reduction is
 // exact; it is in every manifest of that option.
 var qkThetaRule = []OptionRule{{When: "angles=theta", Constraint: schedule.Constraint{
-	Cond: e("S <= " + strconv.Itoa(maxThetaPos)), Why: "with angles=theta, positions must stay below 65536 (use the tables)"}}}
+	Cond: e("S <= most", "most", maxThetaPos), Why: "with angles=theta, positions must stay below 65536 (use the tables)"}}}
 
 // qkValidate: with angles=theta, inverse frequencies in [0, 1] (checked
 // on the host only: a caller's device buffer is not read).
 func qkValidate(c *Call, in map[string]*Tensor) error {
-	if c.Opt("angles") != "theta" {
+	if c.Opt(opt.Angles) != "theta" {
 		return nil
 	}
 	f := in["inv_freq"]
@@ -508,7 +508,7 @@ func qkForward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]A
 		allow[n] = Allow{Value: make([]float64, out[n].Elems()), Slack: make([]float64, out[n].Elems())}
 	}
 	x := in["qkv"]
-	trig, neox, roundNorm := trigOf(c, in), c.Opt("rope") == "neox", c.Flag("round_norm")
+	trig, neox, roundNorm := trigOf(c, in), c.Opt(opt.Rope) == "neox", c.Flag(opt.RoundNorm)
 	rb := func(v float64) float64 { return float64(refnum.BF16ToF32(refnum.BF16(float32(v)))) }
 	refParallel(l.rows, func(rlo, rhi, _ int) {
 		t, n := make([]float64, l.d), make([]float64, l.d)
@@ -567,7 +567,7 @@ func qkBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[string]
 		allow[n] = Allow{Value: make([]float64, out[n].Elems()), Slack: make([]float64, out[n].Elems())}
 	}
 	x := in["qkv"]
-	trig, neox := trigOf(c, in), c.Opt("rope") == "neox"
+	trig, neox := trigOf(c, in), c.Opt(opt.Rope) == "neox"
 	// Each chunk's weight-gradient sums, added in chunk order below.
 	var dwc, dwAbsc [refChunks][2][]float64
 	refParallel(l.rows, func(rlo, rhi, chunk int) {

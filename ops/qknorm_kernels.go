@@ -34,8 +34,8 @@ type qkRows struct {
 type qkSizes struct{ bs, s, hq, hkv *ir.Value }
 
 func qkSizesOf(b *ir.Builder, c *Call) qkSizes {
-	kv := c.Knob("KV_HEADS")
-	return qkSizes{b.Size("B"), b.Size("S"), b.Int(c.Knob("GROUP") * kv), b.Int(kv)}
+	kv := c.Knob(knob.KVHeads)
+	return qkSizes{b.Size("B"), b.Size("S"), b.Int(c.Knob(knob.Group) * kv), b.Int(kv)}
 }
 
 // rows is the number of head rows.
@@ -47,7 +47,7 @@ func (z qkSizes) rows(b *ir.Builder) *ir.Value {
 // of ROWS: the theta angles count on it (tables).
 func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	bs, s, hq, hkv := z.bs, z.s, z.hq, z.hkv
-	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
+	nr, hd := c.Knob(knob.Rows), c.Knob(knob.HeadD)
 	var t qkRows
 	t.hq, t.hkv, t.s = hq, hkv, s
 	nh := hq.Add(hkv.Mul(2)).Named("heads")
@@ -63,7 +63,7 @@ func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 	t.isK = t.ok.And(t.j.Eq(t.grp)).Named("is_k")
 	t.isV = t.ok.And(t.j.Eq(t.grp.Add(1))).Named("is_v")
 	t.posOf = func(tok *ir.Value) *ir.Value {
-		if c.Opt("order") == "bshd" {
+		if c.Opt(opt.Order) == "bshd" {
 			return tok.Rem(s) // row = b·S + s
 		}
 		return tok.Div(bs) // row = s·B + b
@@ -81,7 +81,7 @@ func qkTile(b *ir.Builder, c *Call, z qkSizes, r0 *ir.Value) qkRows {
 // rms is rsqrt(mean(x²) + eps) of each row of x [ROWS, D], f32.
 func rms(b *ir.Builder, c *Call, x *ir.Value) *ir.Value {
 	ss := x.Mul(x).Reduce(1, ir.RSum).Named("sum_sq")
-	return ss.Div(float64(c.Knob("HEAD_D"))).Add(qkEps(c)).Rsqrt().Named("rrms")
+	return ss.Div(float64(c.Knob(knob.HeadD))).Add(qkEps(c)).Rsqrt().Named("rrms")
 }
 
 // qkParams are the parameters every QK-norm kernel reads: the weights,
@@ -93,9 +93,9 @@ type qkParams struct{ qw, kw, cos, sin, invFreq, tab *ir.Value }
 // kernel worked (the backward) instead of working the angles itself.
 func qkParamsOf(b *ir.Builder, c *Call, ownTables bool) qkParams {
 	p := qkParams{qw: b.Param("q_weight", c.DType("q_weight")), kw: b.Param("k_weight", c.DType("k_weight"))}
-	if c.Opt("angles") == "theta" && ownTables {
+	if c.Opt(opt.Angles) == "theta" && ownTables {
 		p.tab = b.Param("rope_tables", ir.F32) // tables finds sin after cos
-	} else if c.Opt("angles") == "theta" {
+	} else if c.Opt(opt.Angles) == "theta" {
 		p.invFreq = b.Param("inv_freq", ir.F32)
 	} else {
 		p.cos, p.sin = b.Param("cos", ir.F32), b.Param("sin", ir.F32)
@@ -114,10 +114,10 @@ func weights(b *ir.Builder, p qkParams, t qkRows) *ir.Value {
 // pairIndex is the rotation pair, the inv_freq index, of elements d:
 // rotate-half pairs d with d ± D/2, the interleaved (GPT-J) 2i with 2i+1.
 func pairIndex(b *ir.Builder, c *Call, d *ir.Value) *ir.Value {
-	if c.Opt("rope") == "gptj" {
+	if c.Opt(opt.Rope) == "gptj" {
 		return d.Div(2)
 	}
-	return d.Rem(c.Knob("HEAD_D") / 2)
+	return d.Rem(c.Knob(knob.HeadD) / 2)
 }
 
 // rowAngles is cos and sin [rows, D] of the angles pos · inv_freq[pair]
@@ -138,7 +138,7 @@ func rowAngles(b *ir.Builder, c *Call, invFreq, pos, d *ir.Value) (cs, sn *ir.Va
 // the H200 (2026-12-03).
 func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 	invFreq, tab := b.Param("inv_freq", ir.F32), b.Param("rope_tables", ir.F32)
-	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
+	nr, hd := c.Knob(knob.Rows), c.Knob(knob.HeadD)
 	s := b.Size("S")
 	pos := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("pos")
 	d := b.Arange(hd).Named("d")
@@ -153,9 +153,9 @@ func qkRopeTablesKernel(b *ir.Builder, c *Call) {
 // (the caller's, or those the backward's first kernel worked under theta),
 // or (the forward under theta) computed from the angle pos · inv_freq[pair].
 func tables(b *ir.Builder, c *Call, p qkParams, t qkRows) (cs, sn *ir.Value) {
-	hd := c.Knob("HEAD_D")
+	hd := c.Knob(knob.HeadD)
 	if p.invFreq != nil {
-		if nh, nr := c.Knob("KV_HEADS")*(c.Knob("GROUP")+2), c.Knob("ROWS"); nr <= nh {
+		if nh, nr := c.Knob(knob.KVHeads)*(c.Knob(knob.Group)+2), c.Knob(knob.Rows); nr <= nh {
 			// A tile of ROWS ≤ a token's head rows holds heads of one
 			// token, or of two where ROWS does not divide them. Each
 			// token's D angles are worked one element a lane, once, and
@@ -235,8 +235,8 @@ func sincos(b *ir.Builder, x *ir.Value) (sin, cos *ir.Value) {
 // interleaved (GPT-J) pairing, 2i with 2i+1 (−x[2i+1], then x[2i]).
 // transposed gives the adjoint, for the backward.
 func rotated(b *ir.Builder, c *Call, x, d *ir.Value, transposed bool) *ir.Value {
-	hd := c.Knob("HEAD_D")
-	if c.Opt("rope") == "neox" {
+	hd := c.Knob(knob.HeadD)
+	if c.Opt(opt.Rope) == "neox" {
 		p := b.Rotate(x, 1, hd/2) // x[(d + D/2) mod D]
 		first := d.Lt(hd / 2).Row()
 		if transposed {
@@ -256,10 +256,10 @@ func qkNormFwdKernel(b *ir.Builder, c *Call) {
 	qkv := b.Param("qkv", ir.BF16)
 	p := qkParamsOf(b, c, false)
 	q, k, v := b.Param("q", ir.BF16), b.Param("k", ir.BF16), b.Param("v", ir.BF16)
-	t := qkTile(b, c, qkSizesOf(b, c), b.ProgramID(0).Mul(c.Knob("ROWS")))
+	t := qkTile(b, c, qkSizesOf(b, c), b.ProgramID(0).Mul(c.Knob(knob.Rows)))
 	raw := b.Load(b.PtrAdd(qkv, t.offs), t.ok.Col(), nil).Named("raw")
 	var w, cs, sn *ir.Value
-	if c.Knob("EARLY_LOADS") == 1 {
+	if c.Knob(knob.EarlyLoads) == 1 {
 		w = weights(b, p, t)
 		cs, sn = tables(b, c, p, t)
 	}
@@ -270,7 +270,7 @@ func qkNormFwdKernel(b *ir.Builder, c *Call) {
 		cs, sn = tables(b, c, p, t)
 	}
 	n := x.Mul(rr.Col()).Mul(w).Named("normed")
-	if c.Flag("round_norm") {
+	if c.Flag(opt.RoundNorm) {
 		n = n.Cast(ir.BF16).Cast(ir.F32).Named("normed_bf16")
 	}
 	y := n.Mul(cs).Add(rotated(b, c, n, t.d, false).Mul(sn)).Cast(ir.BF16).Named("y")
@@ -289,7 +289,7 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 	dqkv := b.Param("d_qkv", c.DType("d_qkv"))
 	partials := b.Param("partials", ir.F32)
 	z := qkSizesOf(b, c)
-	nr, hd := c.Knob("ROWS"), c.Knob("HEAD_D")
+	nr, hd := c.Knob(knob.Rows), c.Knob(knob.HeadD)
 	tiles := z.rows(b).CDiv(nr).Named("tiles")
 	pid, np := b.ProgramID(0), b.NumPrograms(0)
 	// The weight-gradient terms add up in [ROWS, D] accumulators, each
@@ -305,7 +305,7 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 			b.Load(b.PtrAdd(dk, t.kvOffs), t.isK.Col(), nil).Cast(ir.F32)).Named("dy")
 		dvv := b.Load(b.PtrAdd(dv, t.kvOffs), t.isV.Col(), nil).Cast(ir.F32)
 		var w, cs, sn *ir.Value
-		if c.Knob("EARLY_LOADS") == 1 {
+		if c.Knob(knob.EarlyLoads) == 1 {
 			w = weights(b, p, t)
 			cs, sn = tables(b, c, p, t)
 		}
@@ -343,7 +343,7 @@ func qkNormBwdKernel(b *ir.Builder, c *Call) {
 func qkNormDwKernel(b *ir.Builder, c *Call) {
 	partials := b.Param("partials", ir.F32)
 	dqw, dkw := b.Param("d_q_weight", ir.F32), b.Param("d_k_weight", ir.F32)
-	hd, parts := c.Knob("HEAD_D"), qkParts(c)
+	hd, parts := c.Knob(knob.HeadD), qkParts(c)
 	which := b.ProgramID(0)
 	d := b.ProgramID(1).Mul(qkFoldCols).Add(b.Arange(qkFoldCols)).Named("d")
 	acc := b.For(0, parts, qkFoldRows, []*ir.Value{b.Full(ir.F32, 0, qkFoldRows, qkFoldCols).Named("dw_rows")}, func(p *ir.Value, acc []*ir.Value) []*ir.Value {

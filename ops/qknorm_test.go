@@ -134,7 +134,7 @@ func TestQKBackwardIsTheGradient(t *testing.T) {
 					n[i] = head[i] * r * w[kind][i]
 				}
 				for i := range n {
-					p, sign := partner(c.Opt("rope") == "neox", i, d, false)
+					p, sign := partner(c.Opt(opt.Rope) == "neox", i, d, false)
 					y := n[i]*in["cos"].Float(pos*d+i) + sign*n[p]*in["sin"].Float(pos*d+i)
 					sum += dy.Float(o+i) * y
 				}

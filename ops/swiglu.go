@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 
 	"github.com/fp8gen/fp8gen/expr"
 	"github.com/fp8gen/fp8gen/internal/refnum"
@@ -164,14 +163,14 @@ var swigluSizeRules = []schedule.Constraint{
 func swigluCandidates(lane int) func() []Candidate {
 	return func() []Candidate {
 		var out []Candidate
-		row := func(per int, bf, cu, prefetch string) Candidate {
-			p := "max(" + strconv.Itoa(per*lane/16) + ", 8 * TILES)"
+		row := func(per int, bf string, cu expr.Expr, prefetch string) Candidate {
+			p := e("max(per, 8 * TILES)", "per", per*lane/16)
 			return Candidate{
 				{"BLOCK_F", e(bf)},
 				{"TILES", e("cdiv(F, BLOCK_F)")},
-				{"WARPS", e("max(4, min(pow2ceil(cdiv(TILES * BLOCK_F, " + p + " * WAVE)), MAXBLOCK / WAVE))")},
-				{"ROWS", e("max(1, min(64, pow2ceil(cdiv(" + p + " * WAVE * WARPS, TILES * BLOCK_F))))")},
-				{"PER_CU", e(cu)},
+				{"WARPS", e("max(4, min(pow2ceil(cdiv(TILES * BLOCK_F, per * WAVE)), MAXBLOCK / WAVE))", "per", p)},
+				{"ROWS", e("max(1, min(64, pow2ceil(cdiv(per * WAVE * WARPS, TILES * BLOCK_F))))", "per", p)},
+				{"PER_CU", cu},
 				{"PREFETCH", e(prefetch)},
 			}
 		}
@@ -180,10 +179,10 @@ func swigluCandidates(lane int) func() []Candidate {
 			per       int
 			bf, perCU string
 		}{{16, one, "4096"}, {16, one, "2048"}, {8, one, "4096"}, {16, quarter, "4096"}, {16, quarter, "2048"}} {
-			out = append(out, row(c.per, c.bf, "max(1, min(64, "+c.perCU+" / (WARPS * WAVE)))", "1"))
+			out = append(out, row(c.per, c.bf, e("max(1, min(64, threads / (WARPS * WAVE)))", "threads", c.perCU), "1"))
 		}
 		for _, bf := range []string{one, quarter} {
-			out = append(out, row(16, bf, "0", "0"))
+			out = append(out, row(16, bf, e("0"), "0"))
 		}
 		return out
 	}
@@ -250,7 +249,7 @@ func swigluInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tensor
 	for i := range h.Elems() / 2 {
 		row, col := i/f, i%f
 		at := row*2*f + col // split: the gate half
-		if c.Opt("layout") == "interleaved" {
+		if c.Opt(opt.Layout) == "interleaved" {
 			at = row*2*f + 2*col
 		}
 		if i < len(gates) {
@@ -284,7 +283,7 @@ func swigluRef(c *Call, in map[string]*Tensor) (y []float32) {
 
 // swigluAt is row i's gate and up at column j.
 func swigluAt(c *Call, h *Tensor, i, j, f int) (g, u float32) {
-	if c.Opt("layout") == "interleaved" {
+	if c.Opt(opt.Layout) == "interleaved" {
 		return float32(h.Float(i*2*f + 2*j)), float32(h.Float(i*2*f + 2*j + 1))
 	}
 	return float32(h.Float(i*2*f + j)), float32(h.Float(i*2*f + f + j))
@@ -294,7 +293,7 @@ func swigluAt(c *Call, h *Tensor, i, j, f int) (g, u float32) {
 // fp8 with the casts' scales.
 func swigluOut(c *Call, y []float32, f int, out map[string]*Tensor) {
 	q := out["y"]
-	switch c.Opt("quant") {
+	switch c.Opt(opt.Quant) {
 	case "none":
 		bigParallel(len(y), func(lo, hi, _ int) {
 			for i := lo; i < hi; i++ {
@@ -395,8 +394,8 @@ var SwigluProbsMX = register(&Op{
 	// that the kernel writes the padding too.
 	Kernels: []*Kernel{
 		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=rowmajor", Grid: swigluMXGrid("R * F / 32")},
-		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=swizzled", Grid: swigluMXGrid(mxSwizzledLen("R", "F / 32").String())},
-		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=gfx950", Grid: swigluMXGrid(mxGfx950Len("R", "F / 32").String())},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=swizzled", Grid: swigluMXGrid(mxSwizzledLen("R", "F / 32"))},
+		{Name: "swiglu_mx", Build: swigluMXKernel, Option: "scales=gfx950", Grid: swigluMXGrid(mxGfx950Len("R", "F / 32"))},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
@@ -406,10 +405,10 @@ var SwigluProbsMX = register(&Op{
 	},
 	Constraints: []schedule.Constraint{
 		tileLimit("ROWS * 32"),
-		{Cond: e("cdiv(" + mxSwizzledLen("R", "F / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
-		{Cond: e("cdiv(" + mxGfx950Len("R", "F / 32").String() + ", ROWS) <= 2147483647"), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(slots, ROWS) <= 2147483647", "slots", mxSwizzledLen("R", "F / 32")), Why: "grid axis 0 (blocks, padded as swizzled scales are) holds at most 2^31-1 programs"},
+		{Cond: e("cdiv(slots, ROWS) <= 2147483647", "slots", mxGfx950Len("R", "F / 32")), Why: "grid axis 0 (blocks, padded as gfx950's scales are) holds at most 2^31-1 programs"},
 		{Cond: e("PER_CU > 0 || PREFETCH == 0"), Why: "PREFETCH loads ahead in the persistent loop: it needs PER_CU > 0"},
-		{Cond: e("PER_CU == 0 || " + mxSwizzledLen("R", "F / 32").String() + " <= 2147483647 - 2 * PER_CU * CUS * ROWS"), Why: "the persistent loop (PER_CU > 0) steps PER_CU·CUS·ROWS blocks past the last: the blocks must stay that far below 2^31 (take PER_CU=0)"},
+		{Cond: e("PER_CU == 0 || slots <= 2147483647 - 2 * PER_CU * CUS * ROWS", "slots", mxSwizzledLen("R", "F / 32")), Why: "the persistent loop (PER_CU > 0) steps PER_CU·CUS·ROWS blocks past the last: the blocks must stay that far below 2^31 (take PER_CU=0)"},
 	},
 	SizeRules: []schedule.Constraint{{Cond: e("F % 32 == 0"), Why: "MX blocks are 32 columns of y: F must be a multiple of 32"}},
 	// A program for each ROWS blocks first, 8 to 32 elements a lane (on
@@ -418,11 +417,11 @@ var SwigluProbsMX = register(&Op{
 	Candidates: func() []Candidate {
 		var out []Candidate
 		for _, c := range []struct{ warps, per, perCU string }{{"4", "16", "0"}, {"4", "32", "0"}, {"8", "16", "0"}, {"2", "16", "0"}, {"4", "8", "0"}, {"4", "16", "2048"}, {"8", "16", "2048"}} {
-			cu, prefetch := "max(1, min(64, "+c.perCU+" / (WARPS * WAVE)))", "1"
+			cu, prefetch := e("max(1, min(64, threads / (WARPS * WAVE)))", "threads", c.perCU), "1"
 			if c.perCU == "0" {
-				cu, prefetch = "0", "0"
+				cu, prefetch = e("0"), "0"
 			}
-			out = append(out, Candidate{{"WARPS", e(c.warps)}, {"ROWS", e("WARPS * WAVE * " + c.per + " / 32")}, {"PER_CU", e(cu)}, {"PREFETCH", e(prefetch)}})
+			out = append(out, Candidate{{"WARPS", e(c.warps)}, {"ROWS", e("WARPS * WAVE * per / 32", "per", c.per)}, {"PER_CU", cu}, {"PREFETCH", e(prefetch)}})
 		}
 		return out
 	},
@@ -479,7 +478,7 @@ func swigluMXInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tens
 			up = v
 		}
 		gi, ui := row*2*f+col, row*2*f+f+col
-		if c.Opt("layout") == "interleaved" {
+		if c.Opt(opt.Layout) == "interleaved" {
 			gi, ui = row*2*f+2*col, row*2*f+2*col+1
 		}
 		h.Set(gi, 32)
@@ -492,9 +491,9 @@ func swigluMXInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]*Tens
 
 // swigluMXGrid: a program for each ROWS of the slots (scale bytes), or
 // PER_CU a CU.
-func swigluMXGrid(slots string) [3]expr.Expr {
-	n := "cdiv(" + slots + ", ROWS)"
-	return [3]expr.Expr{e("PER_CU == 0 ? " + n + " : min(" + n + ", PER_CU * CUS)"), e("1"), e("1")}
+func swigluMXGrid(slots any) [3]expr.Expr {
+	n := e("cdiv(slots, ROWS)", "slots", slots)
+	return [3]expr.Expr{e("PER_CU == 0 ? n : min(n, PER_CU * CUS)", "n", n), e("1"), e("1")}
 }
 
 // The grouped activation: h holds the permuted tokens of E experts, each
@@ -683,7 +682,7 @@ func groupedSwigluInputs(c *Call, r *rand.Rand, adversarial bool, in map[string]
 
 // swigluOutType is y's element type under the quant option.
 func swigluOutType(c *Call) ir.DType {
-	if c.Opt("quant") == "none" {
+	if c.Opt(opt.Quant) == "none" {
 		return ir.BF16
 	}
 	return ir.FP8(c.Format)
@@ -736,7 +735,7 @@ var SwigluProbsBwd = register(&Op{
 // code's value times its inverse scale (one f32 rounding).
 func swigluDy(c *Call, in map[string]*Tensor, i, j, f int) float32 {
 	dy := in["dy"]
-	switch c.Opt("dy") {
+	switch c.Opt(opt.DY) {
 	case "rowwise":
 		return refnum.DecodeFP8(c.Format, dy.Data[i*f+j]) * float32(in["dy_inv_scale"].Float(i))
 	case "tensorwise":
@@ -777,7 +776,7 @@ func swigluBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[str
 					sum, abs = sum+term, abs+math.Abs(term)
 				}
 				gi, ui := i*2*f+j, i*2*f+f+j
-				if c.Opt("layout") == "interleaved" {
+				if c.Opt(opt.Layout) == "interleaved" {
 					gi, ui = i*2*f+2*j, i*2*f+2*j+1
 				}
 				grads[gi], grads[ui] = dg, du
@@ -793,7 +792,7 @@ func swigluBackward(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[str
 		}
 	})
 	dh := out["dh"]
-	if c.Opt("quant") == "none" {
+	if c.Opt(opt.Quant) == "none" {
 		bigParallel(len(grads), func(lo, hi, _ int) {
 			for i := lo; i < hi; i++ {
 				dh.SetBits(i, uint64(refnum.BF16(grads[i])))

@@ -74,7 +74,7 @@ type swiglu struct {
 
 func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 	b, c := k.b, k.c
-	nr, bf := c.Knob("ROWS"), c.Knob("BLOCK_F")
+	nr, bf := c.Knob(knob.Rows), c.Knob(knob.BlockF)
 	rn, f := k.rn, k.f
 	t := swigluRows{rows: r0.Add(b.Arange(nr)).Named("rows")}
 	t.ok = t.rows.Lt(rn).Named("row_ok")
@@ -87,10 +87,10 @@ func (k *swiglu) rowsAt(r0 *ir.Value, ahead bool) swigluRows {
 		at = rowsWithin(b, t.rows, rn)
 	}
 	base := at.Col().Mul(f.Mul(2)).Named("h_row")
-	for i := range c.Knob("TILES") {
+	for i := range c.Knob(knob.Tiles) {
 		cols := b.Add(i*bf, b.Arange(bf)).Named("cols")
 		var g, u *ir.Value
-		if c.Opt("layout") == "interleaved" {
+		if c.Opt(opt.Layout) == "interleaved" {
 			g = base.Add(cols.Mul(2).Row())
 			u = g.Add(1)
 		} else {
@@ -136,13 +136,13 @@ func (k *swiglu) loadHalves(t swigluRows) []*ir.Value {
 // (inits) go round the loop.
 func (k *swiglu) rowLoop(inits []*ir.Value, body func(t swigluRows, halves, carried []*ir.Value) []*ir.Value) []*ir.Value {
 	b, c := k.b, k.c
-	nr := c.Knob("ROWS")
+	nr := c.Knob(knob.Rows)
 	r0 := b.ProgramID(0).Mul(nr)
-	if c.Knob("PER_CU") == 0 {
+	if c.Knob(knob.PerCU) == 0 {
 		t := k.rowsAt(r0, false)
 		return body(t, k.loadHalves(t), inits)
 	}
-	return tilesLoop(b, r0, k.rn, b.NumPrograms(0).Mul(nr).Named("step"), nr, c.Knob("PREFETCH") == 1,
+	return tilesLoop(b, r0, k.rn, b.NumPrograms(0).Mul(nr).Named("step"), nr, c.Knob(knob.Prefetch) == 1,
 		func(r0 *ir.Value, ahead bool) []*ir.Value { return k.loadHalves(k.rowsAt(r0, ahead)) }, inits,
 		func(r0 *ir.Value, halves, carried []*ir.Value) []*ir.Value {
 			return body(k.rowsAt(r0, false), halves, carried)
@@ -191,7 +191,7 @@ func rowAmax(b *ir.Builder, ys []*ir.Value) *ir.Value {
 // declares its other pointers, then the sizes (declareSizes).
 func newSwiglu(b *ir.Builder, c *Call) *swiglu {
 	k := &swiglu{b: b, c: c, h: b.Param("h", ir.BF16)}
-	if c.Flag("probs") {
+	if c.Flag(opt.Probs) {
 		k.probs = b.Param("probs", ir.F32)
 	}
 	if c.Op.Name == groupedSwigluName {
@@ -213,13 +213,13 @@ func groupedSwigluRowsKernel(b *ir.Builder, c *Call) {
 	offsets, counts := b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
 	used := b.Param("row_used", ir.I32)
 	rn, ne := b.Size("R"), b.Size("E")
-	gs := b.Arange(c.Knob("BLOCK_E")).Named("experts")
+	gs := b.Arange(c.Knob(knob.BlockE)).Named("experts")
 	in := gs.Lt(ne)
 	prev := b.Where(gs.Eq(0), b.Int(0), gs.Sub(1)) // no address before offsets, even masked
 	within := func(v *ir.Value) *ir.Value { return b.Index(v).Max(0).Min(rn) }
 	starts := within(b.Load(b.PtrAdd(offsets, prev), in.And(gs.Gt(0)), 0)).Named("starts")
 	ends := starts.Add(within(b.Load(b.PtrAdd(counts, gs), in, 0))).Named("used_ends")
-	rows := b.ProgramID(0).Mul(c.Knob("BLOCK_R")).Add(b.Arange(c.Knob("BLOCK_R"))).Named("rows")
+	rows := b.ProgramID(0).Mul(c.Knob(knob.BlockR)).Add(b.Arange(c.Knob(knob.BlockR))).Named("rows")
 	rc := rows.Col()
 	inside := rc.Ge(starts.Row()).And(rc.Lt(ends.Row()))
 	flag := b.Where(inside, b.I32(1), b.I32(0)).Reduce(1, ir.RMax).Named("row_used")
@@ -230,7 +230,7 @@ func groupedSwigluRowsKernel(b *ir.Builder, c *Call) {
 // (quant=tensorwise, after swiglu_amax) the tensor's.
 func swigluKernel(b *ir.Builder, c *Call) {
 	var yp, inv, amaxp, scale *ir.Value
-	quant := c.Opt("quant")
+	quant := c.Opt(opt.Quant)
 	k := newSwiglu(b, c)
 	yp = b.Param("y", swigluOutType(c))
 	if quant != "none" {
@@ -273,7 +273,7 @@ func swigluAmaxKernel(b *ir.Builder, c *Call) {
 	k := newSwiglu(b, c)
 	amaxp := b.Param("amax", ir.F32)
 	k.declareSizes()
-	acc := b.Full(ir.F32, 0, c.Knob("ROWS")).Named("amax_rows")
+	acc := b.Full(ir.F32, 0, c.Knob(knob.Rows)).Named("amax_rows")
 	acc = k.rowLoop([]*ir.Value{acc}, func(t swigluRows, halves, carried []*ir.Value) []*ir.Value {
 		return []*ir.Value{carried[0].Max(rowAmax(b, k.y(t, halves)))}
 	})[0]
@@ -285,9 +285,9 @@ func swigluAmaxKernel(b *ir.Builder, c *Call) {
 // gradients) and, with probs, d_probs: the row's Σ a·u, each tile's sum
 // in the tile's tree order, the tiles' sums left to right.
 func swigluBwdKernel(b *ir.Builder, c *Call) {
-	rowwise := c.Opt("quant") == "rowwise"
+	rowwise := c.Opt(opt.Quant) == "rowwise"
 	k := newSwiglu(b, c)
-	dyQuant := c.Opt("dy")
+	dyQuant := c.Opt(opt.DY)
 	var dyInv *ir.Value
 	if dyQuant == "bf16" {
 		k.dy = b.Param("dy", ir.BF16)
@@ -377,13 +377,13 @@ func (k *swiglu) mxAt(s0, total *ir.Value, ahead bool) mxSlots {
 	b, c := k.b, k.c
 	rn, f := k.rn, k.f
 	nb := f.Div(mxBlock).Named("block_cols")
-	t := mxSlots{slot: s0.Add(b.Arange(c.Knob("ROWS"))).Named("block")}
+	t := mxSlots{slot: s0.Add(b.Arange(c.Knob(knob.Rows))).Named("block")}
 	at := t.slot
 	if ahead {
 		at = rowsWithin(b, at, total)
 	}
 	var col *ir.Value
-	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
+	if l, tiled := mxLayouts[c.Opt(opt.Scales)]; tiled {
 		t.row, col = l.cell(at, roundUp(nb, l.tc).Named("padded_cols"))
 		t.ok = t.row.Lt(rn).And(col.Lt(nb))
 	} else {
@@ -394,7 +394,7 @@ func (k *swiglu) mxAt(s0, total *ir.Value, ahead bool) mxSlots {
 	t.stored = t.slot.Lt(total).Named("slot_ok")
 	lane := b.Arange(mxBlock).Row()
 	base := t.row.Mul(f.Mul(2)).Named("h_row")
-	if c.Opt("layout") == "interleaved" {
+	if c.Opt(opt.Layout) == "interleaved" {
 		t.gate = base.Add(col.Mul(2 * mxBlock)).MultipleOf(2 * mxBlock).Col().Add(lane.Mul(2))
 		t.up = t.gate.Add(1)
 	} else {
@@ -429,7 +429,7 @@ func swigluMXKernel(b *ir.Builder, c *Call) {
 	rn, f := k.rn, k.f
 	nb := f.Div(mxBlock)
 	total := rn.Mul(nb)
-	if l, tiled := mxLayouts[c.Opt("scales")]; tiled {
+	if l, tiled := mxLayouts[c.Opt(opt.Scales)]; tiled {
 		total = roundUp(rn, l.tr).Mul(roundUp(nb, l.tc))
 	}
 	total = total.Named("slots")
@@ -444,14 +444,14 @@ func swigluMXKernel(b *ir.Builder, c *Call) {
 		b.Store(b.PtrAdd(yp, t.out), y.Mul(recip.Col()).Cast(ir.FP8(c.Format)).Named("q"), t.ok.Col())
 		b.Store(b.PtrAdd(sc, t.slot), scale.Cast(ir.E8M0), t.stored)
 	}
-	nr := c.Knob("ROWS")
+	nr := c.Knob(knob.Rows)
 	s0 := b.ProgramID(0).Mul(nr)
-	if c.Knob("PER_CU") == 0 {
+	if c.Knob(knob.PerCU) == 0 {
 		t := k.mxAt(s0, total, false)
 		body(t, k.mxHalves(t))
 		return
 	}
-	tilesLoop(b, s0, total, b.NumPrograms(0).Mul(nr).Named("step"), nr, c.Knob("PREFETCH") == 1,
+	tilesLoop(b, s0, total, b.NumPrograms(0).Mul(nr).Named("step"), nr, c.Knob(knob.Prefetch) == 1,
 		func(s0 *ir.Value, ahead bool) []*ir.Value { return k.mxHalves(k.mxAt(s0, total, ahead)) }, nil,
 		func(s0 *ir.Value, halves, _ []*ir.Value) []*ir.Value {
 			body(k.mxAt(s0, total, false), halves)

@@ -54,7 +54,7 @@ var unpermuteSizeRules = []schedule.Constraint{
 	{Cond: e("H % 8 == 0"), Why: "H must be a multiple of 8 (16-byte vectors of bf16)"},
 	{Cond: e("TOPK <= 16"), Why: "TOPK must be at most 16"},
 	{Cond: e("PAD >= 1 && PAD <= 4096"), Why: "PAD must be within 1 … 4096"},
-	{Cond: e(permuteCap + " <= 2147483647"), Why: "the permuted rows (T·TOPK + E·(PAD−1)) must be fewer than 2^31"},
+	{Cond: e("rows <= 2147483647", "rows", permuteCap), Why: "the permuted rows (T·TOPK + E·(PAD−1)) must be fewer than 2^31"},
 }
 
 // unpermuteCandidates: 8 or 16 columns a lane of a tile 4 or 8 waves wide,
@@ -63,9 +63,9 @@ func unpermuteCandidates() []Candidate {
 	var out []Candidate
 	for _, c := range [][2]string{{"8", "8"}, {"16", "8"}, {"8", "4"}, {"16", "4"}} {
 		out = append(out, Candidate{
-			{"BLOCK_H", e("min(pow2ceil(H), " + c[0] + " * WAVE * " + c[1] + ")")},
-			{"WARPS", e("max(1, min(" + c[1] + ", BLOCK_H / (8 * WAVE)))")},
-			{"ROWS", e("max(1, min(64, " + c[0] + " * WAVE * WARPS / BLOCK_H))")},
+			{"BLOCK_H", e("min(pow2ceil(H), per * WAVE * warps)", "per", c[0], "warps", c[1])},
+			{"WARPS", e("max(1, min(warps, BLOCK_H / (8 * WAVE)))", "warps", c[1])},
+			{"ROWS", e("max(1, min(64, per * WAVE * WARPS / BLOCK_H))", "per", c[0])},
 			{"TOPKB", e("pow2ceil(TOPK)")},
 		})
 	}
@@ -294,8 +294,8 @@ var MoEUnpermuteBwd = register(&Op{
 			out = append(out, Candidate{
 				{"BLOCK_H", e("pow2ceil(H) <= 4096 ? pow2ceil(H) : 1024")},
 				{"TILES", e("cdiv(H, BLOCK_H)")},
-				{"WARPS", e("max(1, min(pow2ceil(cdiv(TILES * BLOCK_H, " + per + " * WAVE)), MAXBLOCK / WAVE))")},
-				{"ROWS", e("max(1, min(8, pow2ceil(cdiv(" + per + " * WAVE * WARPS, TILES * BLOCK_H))))")},
+				{"WARPS", e("max(1, min(pow2ceil(cdiv(TILES * BLOCK_H, per * WAVE)), MAXBLOCK / WAVE))", "per", per)},
+				{"ROWS", e("max(1, min(8, pow2ceil(cdiv(per * WAVE * WARPS, TILES * BLOCK_H))))", "per", per)},
 				{"TOPKB", e("pow2ceil(TOPK)")},
 			})
 		}
@@ -390,11 +390,11 @@ func unpermuteBwdBytes(c *Call, in map[string]*Tensor) int {
 	}
 	rows := int(in["offsets"].Ints()[ne-1])
 	per := h * c.DType("d_expert_out").Bytes()
-	if c.Opt("quant") == "rowwise" {
+	if c.Opt(opt.Quant) == "rowwise" {
 		per += 4
 	}
 	n := c.Size("T")*h*2 + rows*per + in["row_map"].Bytes() + 2*ne*4
-	if c.Flag("probs") {
+	if c.Flag(opt.Probs) {
 		n += routes*h*2 + 2*in["probs"].Bytes() // expert_out's routed rows; probs and d_probs
 	}
 	return n
@@ -408,7 +408,7 @@ func unpermuteBwdRef(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[st
 	if probs != nil {
 		allow["d_probs"] = Allow{Value: make([]float64, len(rm)), Slack: make([]float64, len(rm))}
 	}
-	rowwise := c.Opt("quant") == "rowwise"
+	rowwise := c.Opt(opt.Quant) == "rowwise"
 	dst := out["d_expert_out"]
 	enc := refnum.Encoder(c.Format)
 	if rowwise {

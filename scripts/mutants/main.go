@@ -652,7 +652,7 @@ var mutants = []mutant{
 	},
 	{
 		file:   "ops/cast_kernels.go",
-		old:    "\tif c.Flag(\"pow2\") {\n\t\ts = s.Pow2Floor()\n\t}\n\treturn s.Named(\"scale\")",
+		old:    "\tif c.Flag(opt.Pow2) {\n\t\ts = s.Pow2Floor()\n\t}\n\treturn s.Named(\"scale\")",
 		new:    "\treturn s.Named(\"scale\")",
 		pkgs:   []string{"./ops"},
 		tests:  "TestOpsInterpMatchReference/sm_90/rowwise_cast",
