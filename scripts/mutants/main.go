@@ -79,7 +79,7 @@ var mutants = []mutant{
 		reason: "the LDS race check misses a write over bytes another lane still reads",
 	},
 	{
-		file:   "ops/op.go",
+		file:   "ops/call.go",
 		old:    "const MaxI32Elems = math.MaxInt32 - ir.MaxTileElems",
 		new:    "const MaxI32Elems = math.MaxInt32",
 		pkgs:   []string{"./ops"},
@@ -292,7 +292,7 @@ var mutants = []mutant{
 		reason: "the range of a product ignores its first operand's upper bound (a tile's last row)",
 	},
 	{
-		file:   "ops/op.go",
+		file:   "ops/plan.go",
 		old:    "if wide {",
 		new:    "if wide && false {",
 		pkgs:   []string{"./ops"},
@@ -301,7 +301,7 @@ var mutants = []mutant{
 	},
 	// ops, export, launch: variants, manifests and the launcher's checks.
 	{
-		file:   "ops/op.go",
+		file:   "ops/plan.go",
 		old:    `"options=" + c.Options.String(), "schedule=" + c.Schedule.String(), `,
 		new:    `"options=" + c.Options.String(), `,
 		pkgs:   []string{"./ops"},
