@@ -305,11 +305,11 @@ OPS = {
     "swiglu_probs": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("rowwise", "none", "tensorwise")}, True),
     "swiglu_probs_mx": OpSpec(("R", "F"), {n: SWIGLU_OPTIONS[n] for n in ("layout", "probs", "fp8")} |
                               {n: MX_OPTIONS[n] for n in ("mx_round", "scales")}, True),
-    "moe_permute": OpSpec(MOE_SIZES, {**CAST_OPTIONS, "quant": ("rowwise", "none"), "probs": ("true", "false"),
+    "moe_permute": OpSpec(MOE_SIZES, {**CAST_OPTIONS, "quant": ("rowwise", "none", "tensorwise"), "probs": ("true", "false"),
                                       "ep": EP_VALUES}, True),
     "moe_unpermute": OpSpec(MOE_SIZES, {"ep": EP_VALUES, "probs": ("true", "false")}, False),
     "moe_permute_bwd": OpSpec(MOE_SIZES, {"ep": EP_VALUES}, False),
-    "moe_unpermute_bwd": OpSpec(MOE_SIZES, {"fp8": ("e5m2", "e4m3"), "pow2": ("false", "true"), "quant": ("rowwise", "none"),
+    "moe_unpermute_bwd": OpSpec(MOE_SIZES, {"fp8": ("e5m2", "e4m3"), "pow2": ("false", "true"), "quant": ("rowwise", "none", "tensorwise"),
                                             "probs": ("true", "false"), "ep": EP_VALUES}, True),
     "swiglu_probs_bwd": OpSpec(("R", "F"), {**SWIGLU_OPTIONS, "quant": ("none", "rowwise"),
                                             "dy": ("bf16", "rowwise", "tensorwise")}, True),
@@ -601,8 +601,8 @@ def output_specs(job):
     if op == "moe_permute":
         cap, e = moe_capacity(s), s["E"]
         rows = [("out", (cap, s["H"]), SHORT_DTYPES[o["in"]])]
-        if o["quant"] == "rowwise":
-            rows = [("out", (cap, s["H"]), q), ("inv_scale", (cap,), "float32")]
+        if o["quant"] != "none":
+            rows = [("out", (cap, s["H"]), q), ("inv_scale", (cap,) if o["quant"] == "rowwise" else (), "float32")]
         if o["probs"] == "true":
             rows += [("out_probs", (cap,), "float32")]
         return rows + [("row_map", (s["T"], s["TOPK"]), "int32"), ("offsets", (e,), "int32"), ("counts", (e,), "int32")]
@@ -611,8 +611,8 @@ def output_specs(job):
     if op == "moe_unpermute_bwd":
         cap = moe_capacity(s)
         rows = [("d_expert_out", (cap, s["H"]), "bfloat16")]
-        if o["quant"] == "rowwise":
-            rows = [("d_expert_out", (cap, s["H"]), q), ("inv_scale", (cap,), "float32")]
+        if o["quant"] != "none":
+            rows = [("d_expert_out", (cap, s["H"]), q), ("inv_scale", (cap,) if o["quant"] == "rowwise" else (), "float32")]
         return rows + ([("d_probs", (s["T"], s["TOPK"]), "float32")] if o["probs"] == "true" else [])
     if op == "moe_permute_bwd":
         return [("d_x", (s["T"], s["H"]), "bfloat16")]
@@ -1368,8 +1368,8 @@ def moe_peer(job):
     e, pad, topk, h = s["E"], s["PAD"], s["TOPK"], s["H"]
     cap = moe_capacity(s)
     if op == "moe_permute":
-        rowwise = o["quant"] == "rowwise"
-        quantize = quantizer(job) if rowwise else None
+        how = o["quant"]
+        quantize = quantizer(job) if how != "none" else None
 
         def moe_permute(x, indices, *probs):
             order, dest, counts, ends = moe_layout(indices, e, pad)
@@ -1377,7 +1377,8 @@ def moe_peer(job):
             out.index_copy_(0, dest, x.index_select(0, order // topk))
             row_map = torch.full((indices.numel() + 1,), -1, dtype=torch.long, device=x.device)
             row_map.index_copy_(0, torch.where(dest < cap, order, indices.numel()), torch.where(dest < cap, dest, -1))
-            res = list(quantize(out[:cap].float(), "rowwise")) if rowwise else [out[:cap]]
+            # tensorwise: the capacity's amax is the routed rows' (the rest are zeros)
+            res = list(quantize(out[:cap].float(), how)) if quantize else [out[:cap]]
             if probs:
                 p = probs[0].new_zeros(cap + 1)
                 p.index_copy_(0, dest, probs[0].reshape(-1)[order])
@@ -1385,11 +1386,11 @@ def moe_peer(job):
             return tuple(res) + (row_map[:-1].view(indices.shape).int(), ends.int(), counts.int())
 
         return Peer(moe_permute, compile_it(moe_permute),
-                    note="stable argsort of the experts, index_select into a zeroed capacity, then rowwise_cast's peer")
+                    note="stable argsort of the experts, index_select into a zeroed capacity, then the cast's peer")
 
     if op == "moe_unpermute_bwd":
-        rowwise = o["quant"] == "rowwise"
-        quantize = quantizer(job) if rowwise else None
+        how = o["quant"]
+        quantize = quantizer(job) if how != "none" else None
 
         def moe_unpermute_bwd(dy, row_map, *rest):
             rm = row_map.long()
@@ -1400,14 +1401,14 @@ def moe_peer(job):
             g = dy.float()[:, None, :] * w[..., None]
             d = dy.new_zeros((cap + 1, h), dtype=torch.float32)
             d.index_copy_(0, torch.where(valid, rm, cap).reshape(-1), g.reshape(-1, h))
-            res = list(quantize(d[:cap], "rowwise")) if rowwise else [d[:cap].to(torch.bfloat16)]
+            res = list(quantize(d[:cap], how)) if quantize else [d[:cap].to(torch.bfloat16)]
             if len(rest) == 4:
                 eo = rest[1].index_select(0, rm.clamp(min=0).reshape(-1)).view(rm.shape[0], topk, h).float()
                 res.append((dy.float()[:, None, :] * eo).sum(dim=-1) * valid)
             return tuple(res)
 
         return Peer(moe_unpermute_bwd, compile_it(moe_unpermute_bwd),
-                    note="probs · dy index_copy'd to each route's row of a zeroed capacity, then rowwise_cast's peer")
+                    note="probs · dy index_copy'd to each route's row of a zeroed capacity, then the cast's peer")
 
     def moe_unpermute(rows, row_map, *probs):
         rm = row_map.long()

@@ -174,8 +174,10 @@ var amdCompilers = []amdCompiler{
 		// against 273) to ×2.14 (qk_norm_rope_dw on gfx942, 90 against 42);
 		// 2026-12-07: ×0.31 (swiglu_probs' bf16 and tensorwise forms, 50
 		// against 161: the fused exp's chain of tiles, each counted as live
-		// at once, where the compiler works a register at a time).
-		regLo: 0.29, regHi: 2.2,
+		// at once, where the compiler works a register at a time);
+		// 2026-12-07: ×0.25 (moe_amax, 12 against 48: a loaded row, its f32
+		// form and its magnitudes, each counted whole, streamed into one max).
+		regLo: 0.24, regHi: 2.2,
 	},
 }
 

@@ -26,6 +26,9 @@ import (
 // With quant=rowwise each permuted row is its token's row quantized as
 // rowwise_cast quantizes it (amax by maxNum, scale = fmt_max / max(amax,
 // 1e-12), pow2 optional, q rounded to nearest even and saturated); with
+// quant=tensorwise every permuted row shares one scale, tensorwise_cast's
+// over the routed tokens' rows (a token routed to no local expert does not
+// count: its row is not read), and inv_scale is that scale's inverse; with
 // quant=none it is x's row, bit for bit.
 //
 // Three launches, no atomics: moe_count counts each block of BLOCK_T
@@ -35,7 +38,10 @@ import (
 // them), then walks its block's tokens ROWS at a time, carrying each
 // expert's next row, and copies each token's row, read once, to its
 // routes' rows. Its programs also write the padding rows, expert e by
-// program e mod the programs.
+// program e mod the programs. quant=tensorwise adds moe_amax before the
+// permute, ROWS tokens a program combining the routed rows' amax by a
+// relaxed atomic max: x's routed rows are read twice (the scale must be
+// known before the first row is quantized).
 const permuteCap = "T * TOPK + E * (PAD - 1)"
 
 // permuteScanChunk is the blocks moe_scan sums at once (a prefix over a
@@ -57,10 +63,11 @@ func permuteRows(c *Call, out map[string]*Tensor) int {
 var MoEPermute = register(&Op{
 	Name: "moe_permute",
 	Doc: "x[T,H], indices[T,TOPK] (local expert or −1), probs[T,TOPK] → out[T·TOPK+E·(PAD−1), H] grouped by expert " +
-		"(fp8 rowwise or as x), each expert padded to a multiple of PAD, row_map[T,TOPK], offsets[E], counts[E]",
+		"(fp8 rowwise or tensorwise, or as x), each expert padded to a multiple of PAD, row_map[T,TOPK], offsets[E], counts[E]",
 	Sizes: []string{"T", "H", "E", "TOPK", "PAD"},
 	Options: append(slices.Clone(castOptions),
-		Option{Name: "quant", Doc: "the permuted rows: rowwise fp8 with inv_scale, or x's element type (none)", Values: []string{"rowwise", "none"}, Default: "rowwise"},
+		Option{Name: "quant", Doc: "the permuted rows: fp8 with a scale per row (rowwise) or one over the routed rows (tensorwise), or x's element type (none)",
+			Values: []string{"rowwise", "none", "tensorwise"}, Default: "rowwise"},
 		Option{Name: "probs", Doc: "also permute the routing probabilities (out_probs[R], what grouped_swiglu_probs reads)", Values: []string{"true", "false"}, Default: "true"},
 		Option{Name: "ep", Doc: "generated routing only: the ranks of expert parallelism; each token picks TOPK distinct experts of E·ep, of which this rank holds the first E",
 			Values: []string{"1", "2", "4", "8", "16", "32"}, Default: "8"}),
@@ -73,11 +80,13 @@ var MoEPermute = register(&Op{
 		{Name: "indices", DType: "i32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Input,
 			Doc: "token t's k-th local expert, or −1 (not routed to this rank)"},
 		{Name: "probs", DType: "f32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Input, When: "probs=true"},
-		{Name: "out", DType: "fp8", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=rowwise", Rows: permuteRows,
+		{Name: "out", DType: "fp8", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=rowwise|tensorwise", Rows: permuteRows,
 			Doc: "the permuted rows; those from offsets[E-1] on are not written"},
 		{Name: "out", DType: "{in}", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=none", Rows: permuteRows,
 			Doc: "the permuted rows; those from offsets[E-1] on are not written"},
 		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e(permuteCap)}, Role: Output, When: "quant=rowwise", Rows: permuteRows},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Output, When: "quant=tensorwise", Doc: "the one inverse scale of every permuted row"},
+		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0, When: "quant=tensorwise", Doc: "the routed rows' amax, combined by atomics"},
 		{Name: "out_probs", DType: "f32", Shape: []expr.Expr{e(permuteCap)}, Role: Output, When: "probs=true", Rows: permuteRows},
 		{Name: "row_map", DType: "i32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Output,
 			Doc: "the row of out that route (t, k) went to, or −1"},
@@ -92,6 +101,7 @@ var MoEPermute = register(&Op{
 	Kernels: []*Kernel{
 		{Name: "moe_count", Build: moeCountKernel, Grid: [3]expr.Expr{e("cdiv(T, BLOCK_T)"), e("1"), e("1")}},
 		{Name: "moe_scan", Build: moeScanKernel, Grid: [3]expr.Expr{e("E"), e("1"), e("1")}},
+		{Name: "moe_amax", Build: moeAmaxKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}, Option: "quant=tensorwise"},
 		{Name: "moe_permute", Build: moePermuteKernel, Grid: [3]expr.Expr{e("cdiv(T, BLOCK_T)"), e("1"), e("1")}},
 	},
 	Knobs: []schedule.Knob{
@@ -151,13 +161,14 @@ var MoEPermute = register(&Op{
 			{"T": 70, "H": 136, "E": 5, "TOPK": 3, "PAD": 16}, {"T": 129, "H": 8, "E": 33, "TOPK": 8, "PAD": 2}},
 		GPU: []Shape{{"T": 4096, "H": 2048, "E": 16, "TOPK": 8, "PAD": 16}, {"T": 1000, "H": 7168, "E": 32, "TOPK": 8, "PAD": 128},
 			{"T": 777, "H": 4096, "E": 64, "TOPK": 6, "PAD": 1}},
-		Options: []Options{{"quant": "none"}, {"probs": "false", "fp8": "e5m2", "pow2": "true", "ep": "1"}, {"quant": "none", "in": "f32", "ep": "2"}},
-		Odd:     Shape{"T": 100, "H": 72, "E": 6, "TOPK": 4, "PAD": 8},
+		Options: []Options{{"quant": "none"}, {"probs": "false", "fp8": "e5m2", "pow2": "true", "ep": "1"}, {"quant": "none", "in": "f32", "ep": "2"},
+			{"quant": "tensorwise"}, {"quant": "tensorwise", "probs": "false", "pow2": "true", "in": "f32", "ep": "1"}},
+		Odd: Shape{"T": 100, "H": 72, "E": 6, "TOPK": 4, "PAD": 8},
 		Schedules: []schedule.Params{{"BLOCK_T": 16, "ROWS": 2, "BLOCK_H": 16, "TILES": 5, "WARPS": 1, "BLOCK_E": 8, "TOPKB": 4},
 			{"BLOCK_T": 16, "ROWS": 16, "BLOCK_H": 8, "TILES": 9, "WARPS": 2, "BLOCK_E": 16, "TOPKB": 8}},
 		Wide: Shape{"T": 1 << 17, "H": 16384, "E": 64, "TOPK": 8, "PAD": 128},
 	},
-	Goldens: []Variant{{Name: "none", Options: Options{"quant": "none", "probs": "false"}}},
+	Goldens: []Variant{{Name: "none", Options: Options{"quant": "none", "probs": "false"}}, {Name: "tensorwise", Options: Options{"quant": "tensorwise"}}},
 	Reference: func(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		return permuteRef(c, in)
 	},
@@ -204,10 +215,23 @@ func permuteRef(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		out["offsets"].SetBits(g, uint64(ends[g]))
 	}
 	x, o := in["x"], out["out"]
-	rowwise := c.Opt(opt.Quant) == "rowwise"
-	var enc func(float32) uint8
+	rowwise, tensorwise := c.Opt(opt.Quant) == "rowwise", c.Opt(opt.Quant) == "tensorwise"
+	enc := refnum.Encoder(c.Format)
+	var tensorScale float32
+	if tensorwise { // one amax over the rows of the tokens with a route
+		amax := float32(0)
+		for t := range c.Size("T") {
+			if !slices.ContainsFunc(rowMap[t*topk:(t+1)*topk], func(r int64) bool { return r >= 0 }) {
+				continue
+			}
+			for j := range h {
+				amax = refnum.MaxNum(amax, refnum.Abs(float32(x.Float(t*h+j))))
+			}
+		}
+		tensorScale = refScale(amax, c)
+		refnum.PutF32(out["inv_scale"].Data, 0, 1/tensorScale)
+	}
 	if rowwise {
-		enc = refnum.Encoder(c.Format)
 		// Padding rows: zeros, and a row of zeros' scale.
 		zero := 1 / refScale(0, c)
 		for g := range counts {
@@ -228,7 +252,13 @@ func permuteRef(c *Call, in map[string]*Tensor) map[string]*Tensor {
 		if p := in["probs"]; p != nil {
 			out["out_probs"].SetBits(int(r), p.Bits(i))
 		}
-		if !rowwise {
+		switch {
+		case tensorwise:
+			for j := range h {
+				o.Data[int(r)*h+j] = enc(float32(x.Float(t*h+j)) * tensorScale)
+			}
+			continue
+		case !rowwise:
 			copy(o.Data[int(r)*h*size:(int(r)+1)*h*size], x.Data[t*h*size:(t+1)*h*size])
 			continue
 		}
@@ -244,8 +274,9 @@ func permuteRef(c *Call, in map[string]*Tensor) map[string]*Tensor {
 	return out
 }
 
-// permuteBytes: x's routed rows read once, each route's row (and its
-// scale and probability) and the padding rows written once, the indices,
+// permuteBytes: x's routed rows read once (tensorwise reads them twice:
+// the ideal is the one read), each route's row (and its scale and
+// probability) and the padding rows written once, the indices,
 // row_map, offsets and counts.
 func permuteBytes(c *Call, in map[string]*Tensor) int {
 	h, ne := c.Size("H"), c.Size("E")
@@ -262,14 +293,17 @@ func permuteBytes(c *Call, in map[string]*Tensor) int {
 	if ne > 0 {
 		rows = int(ends[ne-1])
 	}
-	perRow := h * c.DType("out").Bytes()
-	if c.Opt(opt.Quant) == "rowwise" {
+	perRow, scales := h*c.DType("out").Bytes(), 0
+	switch c.Opt(opt.Quant) {
+	case "rowwise":
 		perRow += 4
+	case "tensorwise":
+		scales = 4
 	}
 	if c.Flag(opt.Probs) {
 		perRow += 4
 	}
-	n := routed*h*c.DType("x").Bytes() + rows*perRow + 2*len(idx)*4 + 2*ne*4
+	n := routed*h*c.DType("x").Bytes() + rows*perRow + scales + 2*len(idx)*4 + 2*ne*4
 	if c.Flag(opt.Probs) {
 		n += len(idx) * 4
 	}

@@ -74,6 +74,37 @@ func moeScanKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(counts, g), total[0].Cast(ir.I32), nil)
 }
 
+// moeAmaxKernel (quant=tensorwise): the amax of the rows of ROWS tokens
+// that have a local route (the others are not read), combined by a
+// relaxed atomic max: moe_permute reads it after this launch ends.
+func moeAmaxKernel(b *ir.Builder, c *Call) {
+	x := b.Param("x", c.DType("x"))
+	idx := b.Param("indices", ir.I32)
+	amaxp := b.Param("amax", ir.F32)
+	z := declareMoE(b)
+	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
+	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
+	ok := toks.Lt(z.t)
+	var any *ir.Value
+	for k := range c.Knob(knob.TopKB) {
+		_, routed, _ := z.routes(b, idx, toks, ok, k)
+		if any == nil {
+			any = routed
+		} else {
+			any = any.Or(routed)
+		}
+	}
+	any = any.Named("routed")
+	in := toks.Min(z.t.Sub(1))
+	var rows []*ir.Value
+	for i := range c.Knob(knob.Tiles) {
+		cols := b.Add(i*bh, b.Arange(bh)).Named("cols")
+		offs := in.Col().Mul(z.h).Add(cols.Row()).Named("offs_x")
+		rows = append(rows, b.Load(b.PtrAdd(x, offs), any.Col().And(cols.Lt(z.h).Row()), 0).Cast(ir.F32).Named("xf"))
+	}
+	b.AtomicMax(amaxp, rowAmax(b, rows).Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
 // moePermuteKernel lays out the experts, then walks its block's tokens.
 func moePermuteKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
@@ -83,9 +114,13 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 		probs = b.Param("probs", ir.F32)
 	}
 	out := b.Param("out", c.DType("out"))
-	rowwise := c.Opt(opt.Quant) == "rowwise"
-	if rowwise {
+	rowwise, tensorwise := c.Opt(opt.Quant) == "rowwise", c.Opt(opt.Quant) == "tensorwise"
+	var amaxp *ir.Value
+	if rowwise || tensorwise {
 		inv = b.Param("inv_scale", ir.F32)
+	}
+	if tensorwise {
+		amaxp = b.Param("amax", ir.F32)
 	}
 	if probs != nil {
 		outProbs = b.Param("out_probs", ir.F32)
@@ -98,6 +133,11 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 	tn, hn, ne, topk, pad := z.t, z.h, z.e, z.topk, z.pad
 	bt, nr, bh := c.Knob(knob.BlockT), c.Knob(knob.Rows), c.Knob(knob.BlockH)
 	pid := b.ProgramID(0)
+	var scale *ir.Value // quant=tensorwise's one scale
+	if tensorwise {
+		scale = scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
+		b.Store(inv, b.Div(1, scale), pid.Eq(0))
+	}
 
 	// The experts' rows: each padded to a multiple of PAD, one after
 	// another (program 0 writes their ends).
@@ -172,6 +212,11 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 				rows[i] = v.Mul(s.Col()).Cast(ir.FP8(c.Format)).Named("q")
 			}
 		}
+		if tensorwise {
+			for i, v := range rows {
+				rows[i] = v.Cast(ir.F32).Mul(scale).Cast(ir.FP8(c.Format)).Named("q")
+			}
+		}
 		for k, d := range dests {
 			for i, v := range rows {
 				cols := b.Add(i*bh, b.Arange(bh))
@@ -186,7 +231,7 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 	z.zeroPadding(b, c, func(g *ir.Value) (from, end *ir.Value) {
 		pick := func(v *ir.Value) *ir.Value { return b.Where(experts.Eq(g), v, 0).Reduce(0, ir.RSum) }
 		return pick(starts).Add(pick(n)), pick(ends)
-	}, out, inv, outProbs)
+	}, out, rowScales(inv, rowwise), outProbs)
 }
 
 // unpermuteKernel sums each token's routes' rows (rows, row_map; probs
@@ -248,9 +293,13 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	}
 	offsets, counts := b.Param("offsets", ir.I32), b.Param("counts", ir.I32)
 	dst := b.Param("d_expert_out", c.DType("d_expert_out"))
-	rowwise := c.Opt(opt.Quant) == "rowwise"
-	if rowwise {
+	rowwise, tensorwise := c.Opt(opt.Quant) == "rowwise", c.Opt(opt.Quant) == "tensorwise"
+	var amaxp *ir.Value
+	if rowwise || tensorwise {
 		inv = b.Param("inv_scale", ir.F32)
+	}
+	if tensorwise {
+		amaxp = b.Param("amax", ir.F32)
 	}
 	if probs != nil {
 		dprobs = b.Param("d_probs", ir.F32)
@@ -259,6 +308,11 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	tn, hn := z.t, z.h
 	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
 	capRows := z.capacity()
+	var scale *ir.Value // quant=tensorwise's one scale
+	if tensorwise {
+		scale = scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
+		b.Store(inv, b.Div(1, scale), b.ProgramID(0).Eq(0))
+	}
 	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 	ok := toks.Lt(tn)
 	in := toks.Min(tn.Sub(1))
@@ -295,8 +349,11 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 		}
 		for i, g := range gs {
 			v := g.Cast(ir.BF16)
-			if rowwise {
+			switch {
+			case rowwise:
 				v = g.Mul(s.Col()).Cast(ir.FP8(c.Format))
+			case tensorwise:
+				v = g.Mul(scale).Cast(ir.FP8(c.Format))
 			}
 			b.Store(b.PtrAdd(dst, at.Add(cols[i].Row())), v, has.Col().And(masks[i]))
 		}
@@ -308,7 +365,58 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	z.zeroPadding(b, c, func(g *ir.Value) (from, end *ir.Value) {
 		start := within(b.Load(b.PtrAdd(offsets, g.Sub(1).Max(0)), g.Gt(0), 0)).Named("start")
 		return start.Add(within(b.Load(b.PtrAdd(counts, g), nil, 0))), within(b.Load(b.PtrAdd(offsets, g), nil, 0))
-	}, dst, inv, nil)
+	}, dst, rowScales(inv, rowwise), nil)
+}
+
+// unpermuteBwdAmaxKernel (quant=tensorwise): the amax of every route's
+// products probs · dy (dy where the op has no probs), ROWS tokens a
+// program, combined by a relaxed atomic max: moe_unpermute_bwd reads it
+// after this launch ends.
+func unpermuteBwdAmaxKernel(b *ir.Builder, c *Call) {
+	dy := b.Param("dy", ir.BF16)
+	rowMap := b.Param("row_map", ir.I32)
+	var probs *ir.Value
+	if c.Flag(opt.Probs) {
+		probs = b.Param("probs", ir.F32)
+	}
+	amaxp := b.Param("amax", ir.F32)
+	z := declareMoE(b)
+	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
+	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
+	ok := toks.Lt(z.t)
+	in := toks.Min(z.t.Sub(1))
+	var ds []*ir.Value
+	for i := range c.Knob(knob.Tiles) {
+		cs := b.Add(i*bh, b.Arange(bh)).Named("cols")
+		ds = append(ds, b.Load(b.PtrAdd(dy, in.Col().Mul(z.h).Add(cs.Row())), ok.Col().And(cs.Lt(z.h).Row()), 0).Cast(ir.F32).Named("dy"))
+	}
+	var amax *ir.Value
+	for k := range c.Knob(knob.TopKB) {
+		route, _, has := z.routeRow(b, rowMap, in, ok, k)
+		gs := ds
+		if probs != nil {
+			p := b.Load(b.PtrAdd(probs, route), has, 0).Named("prob")
+			gs = nil
+			for _, d := range ds {
+				gs = append(gs, d.Mul(p.Col()).Named("g"))
+			}
+		}
+		m := b.Where(has, rowAmax(b, gs), 0) // a route without a row adds nothing
+		if amax == nil {
+			amax = m
+		} else {
+			amax = amax.Max(m)
+		}
+	}
+	b.AtomicMax(amaxp, amax.Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
+// rowScales is inv where it holds a scale per row, else nil.
+func rowScales(inv *ir.Value, rowwise bool) *ir.Value {
+	if !rowwise {
+		return nil
+	}
+	return inv
 }
 
 // zeroPadding zeros the padding rows of experts pid, pid + programs, …:

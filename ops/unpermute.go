@@ -224,7 +224,8 @@ func unpermuteRef(c *Call, in map[string]*Tensor, rows, grads string) map[string
 // experts' backward GEMMs: each route's row d_expert_out[row_map[t, k]] =
 // probs[t, k] · dy[t] (an f32 product, then quantized as rowwise_cast
 // quantizes a row: e5m2 by default, the HYBRID backward format; or bf16
-// with quant=none), and d_probs[t, k] = Σ_h dy[t, h] · expert_out[row, h],
+// with quant=none; with quant=tensorwise every row shares one scale,
+// tensorwise_cast's over all the routes' products), and d_probs[t, k] = Σ_h dy[t, h] · expert_out[row, h],
 // f32 terms summed in the schedule's order (held within (H − 1)·2^−24 of
 // Σ|term| of the float64 sum), 0 for a route without a row. Without probs
 // (probs=false) each route's row is dy[t] and there is no d_probs. The
@@ -237,16 +238,19 @@ func unpermuteRef(c *Call, in map[string]*Tensor, rows, grads string) map[string
 // One launch: ROWS tokens a program, dy's rows in registers, each route's
 // row scaled, quantized and stored, and its d_prob a reduction against the
 // expert's row; the programs also zero the padding rows, expert e by
-// program e mod the programs.
+// program e mod the programs. quant=tensorwise adds
+// moe_unpermute_bwd_amax before it: the products' amax, ROWS tokens a
+// program, combined by a relaxed atomic max (dy is read twice).
 var MoEUnpermuteBwd = register(&Op{
 	Name: "moe_unpermute_bwd",
 	Doc: "dy[T,H], row_map, probs, expert_out, offsets[E], counts[E] → d_expert_out[T·TOPK+E·(PAD−1),H] = probs·dy " +
-		"(fp8 rowwise or bf16), padding rows zero, d_probs[T,TOPK] = ⟨dy, expert_out[row]⟩",
+		"(fp8 rowwise or tensorwise, or bf16), padding rows zero, d_probs[T,TOPK] = ⟨dy, expert_out[row]⟩",
 	Sizes: []string{"T", "H", "E", "TOPK", "PAD"},
 	Options: []Option{
 		{Name: "fp8", Doc: "fp8 family; the format itself comes from the target", Values: []string{"e5m2", "e4m3"}, Default: "e5m2"},
 		{Name: "pow2", Doc: "round scales down to powers of two", Values: []string{"false", "true"}, Default: "false"},
-		{Name: "quant", Doc: "d_expert_out rowwise fp8 with inv_scale, or bf16 (none)", Values: []string{"rowwise", "none"}, Default: "rowwise"},
+		{Name: "quant", Doc: "d_expert_out fp8 with a scale per row (rowwise) or one for every row (tensorwise), or bf16 (none)",
+			Values: []string{"rowwise", "none", "tensorwise"}, Default: "rowwise"},
 		{Name: "probs", Doc: "the forward weighted the routes by probs: scale by them and return d_probs", Values: []string{"true", "false"}, Default: "true"},
 		MoEUnpermute.Options[0],
 	},
@@ -261,14 +265,17 @@ var MoEUnpermuteBwd = register(&Op{
 		{Name: "expert_out", DType: "bf16", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Input, When: "probs=true", Doc: "the forward's input rows"},
 		{Name: "offsets", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input, Doc: "moe_permute's offsets"},
 		{Name: "counts", DType: "i32", Shape: []expr.Expr{e("E")}, Role: Input, Doc: "moe_permute's counts"},
-		{Name: "d_expert_out", DType: "fp8", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=rowwise", Rows: permuteRows,
+		{Name: "d_expert_out", DType: "fp8", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=rowwise|tensorwise", Rows: permuteRows,
 			Doc: "each route's gradient row; rows from offsets[E-1] on are not written"},
 		{Name: "d_expert_out", DType: "bf16", Shape: []expr.Expr{e(permuteCap), e("H")}, Role: Output, When: "quant=none", Rows: permuteRows,
 			Doc: "each route's gradient row; rows from offsets[E-1] on are not written"},
 		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e(permuteCap)}, Role: Output, When: "quant=rowwise", Rows: permuteRows},
+		{Name: "inv_scale", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Output, When: "quant=tensorwise", Doc: "the one inverse scale of every row"},
+		{Name: "amax", DType: "f32", Shape: []expr.Expr{e("1")}, Role: Scratch, Init: 0, When: "quant=tensorwise", Doc: "the products' amax, combined by atomics"},
 		{Name: "d_probs", DType: "f32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Output, When: "probs=true"},
 	},
 	Kernels: []*Kernel{
+		{Name: "moe_unpermute_bwd_amax", Build: unpermuteBwdAmaxKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}, Option: "quant=tensorwise"},
 		{Name: "moe_unpermute_bwd", Build: unpermuteBwdKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}},
 	},
 	Knobs: []schedule.Knob{
@@ -310,15 +317,16 @@ var MoEUnpermuteBwd = register(&Op{
 	Bytes:      unpermuteBwdBytes,
 	AnyNaN:     true,
 	Tests: Tests{
-		Shapes:  unpermuteTests.Shapes,
-		GPU:     unpermuteTests.GPU,
-		Options: []Options{{"quant": "none"}, {"probs": "false", "fp8": "e4m3", "pow2": "true", "ep": "1"}},
-		Odd:     unpermuteTests.Odd,
+		Shapes: unpermuteTests.Shapes,
+		GPU:    unpermuteTests.GPU,
+		Options: []Options{{"quant": "none"}, {"probs": "false", "fp8": "e4m3", "pow2": "true", "ep": "1"},
+			{"quant": "tensorwise"}, {"quant": "tensorwise", "probs": "false", "pow2": "true", "ep": "1"}},
+		Odd: unpermuteTests.Odd,
 		Schedules: []schedule.Params{{"ROWS": 2, "BLOCK_H": 16, "TILES": 5, "WARPS": 1, "TOPKB": 4},
 			{"ROWS": 16, "BLOCK_H": 8, "TILES": 9, "WARPS": 2, "TOPKB": 8}},
 		Wide: unpermuteTests.Wide,
 	},
-	Goldens:  []Variant{{Name: "none", Options: Options{"quant": "none", "probs": "false"}}},
+	Goldens:  []Variant{{Name: "none", Options: Options{"quant": "none", "probs": "false"}}, {Name: "tensorwise", Options: Options{"quant": "tensorwise"}}},
 	Expected: unpermuteBwdRef,
 })
 
@@ -389,11 +397,14 @@ func unpermuteBwdBytes(c *Call, in map[string]*Tensor) int {
 		}
 	}
 	rows := int(in["offsets"].Ints()[ne-1])
-	per := h * c.DType("d_expert_out").Bytes()
-	if c.Opt(opt.Quant) == "rowwise" {
+	per, scales := h*c.DType("d_expert_out").Bytes(), 0
+	switch c.Opt(opt.Quant) {
+	case "rowwise":
 		per += 4
+	case "tensorwise":
+		scales = 4 // and dy is read once: the ideal, not the kernels' two reads
 	}
-	n := c.Size("T")*h*2 + rows*per + in["row_map"].Bytes() + 2*ne*4
+	n := c.Size("T")*h*2 + rows*per + scales + in["row_map"].Bytes() + 2*ne*4
 	if c.Flag(opt.Probs) {
 		n += routes*h*2 + 2*in["probs"].Bytes() // expert_out's routed rows; probs and d_probs
 	}
@@ -408,9 +419,32 @@ func unpermuteBwdRef(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[st
 	if probs != nil {
 		allow["d_probs"] = Allow{Value: make([]float64, len(rm)), Slack: make([]float64, len(rm))}
 	}
-	rowwise := c.Opt(opt.Quant) == "rowwise"
+	rowwise, tensorwise := c.Opt(opt.Quant) == "rowwise", c.Opt(opt.Quant) == "tensorwise"
 	dst := out["d_expert_out"]
 	enc := refnum.Encoder(c.Format)
+	prob := func(i int) float32 {
+		if probs == nil {
+			return 1
+		}
+		return float32(probs.Float(i))
+	}
+	var tensorScale float32
+	if tensorwise { // one amax over every route's products, first
+		parts := make([]float32, refChunks)
+		rowsParallel(c.Size("T"), h*topk, func(lo, hi, chunk int) {
+			for t := lo; t < hi; t++ {
+				for k := range topk {
+					if i := t*topk + k; rm[i] >= 0 {
+						for j := range h {
+							parts[chunk] = refnum.MaxNum(parts[chunk], refnum.Abs(refnum.BF16ToF32(uint16(dy.Bits(t*h+j)))*prob(i)))
+						}
+					}
+				}
+			}
+		})
+		tensorScale = refScale(refAmax(parts), c)
+		refnum.PutF32(out["inv_scale"].Data, 0, 1/tensorScale)
+	}
 	if rowwise {
 		offs, counts := in["offsets"].Ints(), in["counts"].Ints()
 		zero := 1 / refScale(0, c)
@@ -431,10 +465,7 @@ func unpermuteBwdRef(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[st
 				if r < 0 {
 					continue
 				}
-				p := float32(1)
-				if probs != nil {
-					p = float32(probs.Float(i))
-				}
+				p := prob(i)
 				var sum, abs float64
 				for j := range g {
 					d := refnum.BF16ToF32(uint16(dy.Bits(t*h + j)))
@@ -452,7 +483,13 @@ func unpermuteBwdRef(c *Call, in map[string]*Tensor) (map[string]*Tensor, map[st
 					}
 					allow["d_probs"].Value[i], allow["d_probs"].Slack[i] = sum, slack
 				}
-				if !rowwise {
+				switch {
+				case tensorwise:
+					for j, v := range g {
+						dst.Data[r*h+j] = enc(v * tensorScale)
+					}
+					continue
+				case !rowwise:
 					for j, v := range g {
 						dst.SetBits(r*h+j, uint64(refnum.BF16(v)))
 					}

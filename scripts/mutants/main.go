@@ -192,6 +192,22 @@ var mutants = []mutant{
 		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_unpermute$/",
 		reason: "a route without a row adds +0: a sum of −0 comes back +0",
 	},
+	{
+		file:   "ops/permute_kernels.go",
+		old:    "rows = append(rows, b.Load(b.PtrAdd(x, offs), any.Col().And(cols.Lt(z.h).Row()), 0).Cast(ir.F32).Named(\"xf\"))",
+		new:    "rows = append(rows, b.Load(b.PtrAdd(x, offs), ok.Col().And(cols.Lt(z.h).Row()), 0).Cast(ir.F32).Named(\"xf\"))",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_permute$/",
+		reason: "the tensorwise amax counts the rows of tokens routed to no local expert",
+	},
+	{
+		file:   "ops/permute_kernels.go",
+		old:    "m := b.Where(has, rowAmax(b, gs), 0) // a route without a row adds nothing",
+		new:    "m := rowAmax(b, gs)",
+		pkgs:   []string{"./ops"},
+		tests:  "^TestOpsInterpMatchReference$/^sm_90$/^moe_unpermute_bwd$/",
+		reason: "the tensorwise backward's amax counts routes without a row",
+	},
 	// The QK-norm kernels, held to their float64 references within an allowance.
 	{
 		file:   "ops/qknorm_kernels.go",
