@@ -1362,7 +1362,7 @@ def moe_layout(indices, e, pad):
 
 def moe_peer(job):
     """moe_permute: moe_layout, then index_select of the tokens' rows into a
-    zeroed capacity, then the rowwise quantization of that; moe_unpermute and
+    zeroed capacity, then the cast of that (rowwise or tensorwise); moe_unpermute and
     moe_permute_bwd: index_select of each route's row, weighted, summed over k."""
     op, s, o = job["op"], job["sizes"], job["options"]
     e, pad, topk, h = s["E"], s["PAD"], s["TOPK"], s["H"]

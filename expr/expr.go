@@ -458,8 +458,8 @@ func (e Expr) Bind(env Env) Expr {
 
 // Subst replaces the names with gives by their expressions: a template
 // such as "cdiv(rows, 128) * 128" parsed once, instantiated with the
-// expressions of its placeholders, never assembled from text. The result's
-// text is canonical, as Bind's.
+// expressions of its placeholders, each a whole operand whatever its
+// operators. The result's text is canonical, as Bind's.
 func (e Expr) Subst(with map[string]Expr) Expr {
 	if e.root == nil {
 		return e

@@ -189,8 +189,8 @@ func TestBind(t *testing.T) {
 	}
 }
 
-// Subst places whole expressions at their placeholders: the operators'
-// precedence holds where text pasted in would have changed it.
+// Subst places whole expressions at their placeholders: a substituted
+// sum under a product keeps its parentheses, a comparison under ?: needs none.
 func TestSubst(t *testing.T) {
 	with := map[string]Expr{"rows": MustParse("M + 1"), "per": MustParse("16"), "tall": MustParse("M >= 4 * K")}
 	for _, c := range []struct{ src, want string }{

@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/fp8gen/fp8gen/expr"
@@ -35,8 +36,8 @@ const Eps = 1e-12
 // them at its start: each is parsed once (an Expr is immutable). A template
 // names its placeholders in lower case (sizes, knobs and target facts are
 // upper case) and with gives each, in pairs, its value: an int, the source
-// of another expression, or an expr.Expr. Expressions are built from
-// expressions this way, never from pasted text.
+// of another expression, or an expr.Expr, placed as a whole operand (its
+// parentheses come from the tree, not from the text).
 func e(src string, with ...any) expr.Expr {
 	x, ok := parsed.Load(src)
 	if !ok {
@@ -52,8 +53,11 @@ func e(src string, with ...any) expr.Expr {
 	m := map[string]expr.Expr{}
 	for i := 0; i < len(with); i += 2 {
 		name, _ := with[i].(string)
-		if !slices.Contains(x.(expr.Expr).Names(), name) {
-			panic(fmt.Sprintf("BUG: e(%s): no placeholder %v", src, with[i]))
+		if name == "" || strings.ToLower(name) != name || !slices.Contains(x.(expr.Expr).Names(), name) {
+			panic(fmt.Sprintf("BUG: e(%s): %v is no lower-case placeholder of it", src, with[i]))
+		}
+		if _, twice := m[name]; twice {
+			panic(fmt.Sprintf("BUG: e(%s): placeholder %s given twice", src, name))
 		}
 		switch v := with[i+1].(type) {
 		case int:
@@ -61,6 +65,9 @@ func e(src string, with ...any) expr.Expr {
 		case string:
 			m[name] = e(v)
 		case expr.Expr:
+			if v.IsZero() {
+				panic(fmt.Sprintf("BUG: e(%s): placeholder %s given no expression", src, name))
+			}
 			m[name] = v
 		default:
 			panic(fmt.Sprintf("BUG: e(%s): placeholder %s of %T", src, name, v))

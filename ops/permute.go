@@ -17,8 +17,8 @@ import (
 // The permuted rows are ordered by expert, then token, then k (a stable
 // order: the result never depends on the schedule); each expert's rows
 // start at a multiple of PAD, the rows between its used ones and the next
-// expert's start written as zeros (inv_scale there that of a row of
-// zeros, out_probs 0). out holds T·TOPK + E·(PAD−1) rows, the most any
+// expert's start written as zeros (under quant=rowwise inv_scale there
+// that of a row of zeros; out_probs 0). out holds T·TOPK + E·(PAD−1) rows, the most any
 // routing fills; its rows past offsets[E-1] are not written (the grouped
 // GEMM reads no further), so that nothing waits for the routed count on
 // the host.
@@ -28,10 +28,11 @@ import (
 // 1e-12), pow2 optional, q rounded to nearest even and saturated); with
 // quant=tensorwise every permuted row shares one scale, tensorwise_cast's
 // over the routed tokens' rows (a token routed to no local expert does not
-// count: its row is not read), and inv_scale is that scale's inverse; with
-// quant=none it is x's row, bit for bit.
+// count), and inv_scale[0] is that scale's inverse; with quant=none it is
+// x's row, bit for bit. A token routed to no local expert is not read.
 //
-// Three launches, no atomics: moe_count counts each block of BLOCK_T
+// Three launches, no atomics (quant=tensorwise: four, one atomic a
+// program of moe_amax): moe_count counts each block of BLOCK_T
 // tokens' routes per expert; moe_scan (a program an expert) turns the
 // counts into each block's first row within its expert and the expert's
 // total; moe_permute lays out the experts (padded ends by a prefix over
@@ -39,9 +40,9 @@ import (
 // expert's next row, and copies each token's row, read once, to its
 // routes' rows. Its programs also write the padding rows, expert e by
 // program e mod the programs. quant=tensorwise adds moe_amax before the
-// permute, ROWS tokens a program combining the routed rows' amax by a
-// relaxed atomic max: x's routed rows are read twice (the scale must be
-// known before the first row is quantized).
+// permute, a persistent loop over ROWS tokens a trip combining the routed
+// rows' amax by a relaxed atomic max: x's routed rows are read twice (the
+// scale must be known before the first row is quantized).
 const permuteCap = "T * TOPK + E * (PAD - 1)"
 
 // permuteScanChunk is the blocks moe_scan sums at once (a prefix over a
@@ -59,6 +60,10 @@ func permuteRows(c *Call, out map[string]*Tensor) int {
 	}
 	return int(offs[len(offs)-1])
 }
+
+// moeAmaxGrid: the tensorwise amax's persistent programs, enough to fill
+// every CU a few times over (one atomic each), no more than ROWS-token trips.
+var moeAmaxGrid = [3]expr.Expr{e("max(1, min(cdiv(T, ROWS), CUS * max(1, 2048 / (WARPS * WAVE))))"), e("1"), e("1")}
 
 var MoEPermute = register(&Op{
 	Name: "moe_permute",
@@ -101,13 +106,13 @@ var MoEPermute = register(&Op{
 	Kernels: []*Kernel{
 		{Name: "moe_count", Build: moeCountKernel, Grid: [3]expr.Expr{e("cdiv(T, BLOCK_T)"), e("1"), e("1")}},
 		{Name: "moe_scan", Build: moeScanKernel, Grid: [3]expr.Expr{e("E"), e("1"), e("1")}},
-		{Name: "moe_amax", Build: moeAmaxKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}, Option: "quant=tensorwise"},
+		{Name: "moe_amax", Build: moeAmaxKernel, Grid: moeAmaxGrid, Option: "quant=tensorwise"},
 		{Name: "moe_permute", Build: moePermuteKernel, Grid: [3]expr.Expr{e("cdiv(T, BLOCK_T)"), e("1"), e("1")}},
 	},
 	Knobs: []schedule.Knob{
 		warpsKnob,
 		{Name: "BLOCK_T", Doc: "tokens a program of moe_count and moe_permute takes", Domain: schedule.Pow2(strconv.Itoa(permuteMinBlock), "4096")},
-		{Name: "ROWS", Doc: "tokens per trip of moe_permute's loop", Domain: schedule.Pow2("1", "64")},
+		{Name: "ROWS", Doc: "tokens per trip of moe_permute's loop (and of moe_amax's)", Domain: schedule.Pow2("1", "64")},
 		{Name: "BLOCK_H", Doc: "columns per tile", Domain: schedule.Pow2("8", "16384")},
 		{Name: "TILES", Doc: "tiles a row, unrolled: the row is TILES · BLOCK_H columns wide", Domain: schedule.Range("1", "16")},
 		{Name: "BLOCK_E", Doc: "experts a program lays out at once (at least E)", Domain: schedule.Pow2("1", "128")},
@@ -219,16 +224,17 @@ func permuteRef(c *Call, in map[string]*Tensor) map[string]*Tensor {
 	enc := refnum.Encoder(c.Format)
 	var tensorScale float32
 	if tensorwise { // one amax over the rows of the tokens with a route
-		amax := float32(0)
-		for t := range c.Size("T") {
-			if !slices.ContainsFunc(rowMap[t*topk:(t+1)*topk], func(r int64) bool { return r >= 0 }) {
-				continue
+		parts := make([]float32, refChunks)
+		rowsParallel(c.Size("T"), h, func(lo, hi, chunk int) {
+			for t := lo; t < hi; t++ {
+				if slices.ContainsFunc(rowMap[t*topk:(t+1)*topk], func(r int64) bool { return r >= 0 }) {
+					for j := range h {
+						parts[chunk] = refnum.MaxNum(parts[chunk], refnum.Abs(float32(x.Float(t*h+j))))
+					}
+				}
 			}
-			for j := range h {
-				amax = refnum.MaxNum(amax, refnum.Abs(float32(x.Float(t*h+j))))
-			}
-		}
-		tensorScale = refScale(amax, c)
+		})
+		tensorScale = refScale(refAmax(parts), c)
 		refnum.PutF32(out["inv_scale"].Data, 0, 1/tensorScale)
 	}
 	if rowwise {

@@ -74,35 +74,66 @@ func moeScanKernel(b *ir.Builder, c *Call) {
 	b.Store(b.PtrAdd(counts, g), total[0].Cast(ir.I32), nil)
 }
 
-// moeAmaxKernel (quant=tensorwise): the amax of the rows of ROWS tokens
-// that have a local route (the others are not read), combined by a
-// relaxed atomic max: moe_permute reads it after this launch ends.
+// moeAmaxKernel (quant=tensorwise): the amax of the rows of the tokens
+// with a local route (the others are not read), ROWS tokens a trip of a
+// persistent loop, one relaxed atomic max a program: moe_permute reads it
+// after this launch ends.
 func moeAmaxKernel(b *ir.Builder, c *Call) {
 	x := b.Param("x", c.DType("x"))
 	idx := b.Param("indices", ir.I32)
 	amaxp := b.Param("amax", ir.F32)
 	z := declareMoE(b)
-	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
-	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
-	ok := toks.Lt(z.t)
-	var any *ir.Value
-	for k := range c.Knob(knob.TopKB) {
-		_, routed, _ := z.routes(b, idx, toks, ok, k)
-		if any == nil {
-			any = routed
-		} else {
-			any = any.Or(routed)
-		}
+	nr := c.Knob(knob.Rows)
+	acc := b.For(b.ProgramID(0).Mul(nr), z.t, b.NumPrograms(0).Mul(nr), []*ir.Value{b.Full(ir.F32, 0, nr).Named("amax_rows")},
+		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			toks := t0.Add(b.Arange(nr)).Named("toks")
+			var routed *ir.Value
+			for k := range c.Knob(knob.TopKB) {
+				_, rk, _ := z.routes(b, idx, toks, toks.Lt(z.t), k)
+				routed = orOf(routed, rk)
+			}
+			rows, _ := z.loadRows(b, c, x, toks.Min(z.t.Sub(1)), routed.Named("routed"))
+			return []*ir.Value{acc[0].Max(rowAmax(b, f32s(rows)))}
+		})
+	b.AtomicMax(amaxp, acc[0].Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
+// orOf is a ∨ b, b where a is nil.
+func orOf(a, b *ir.Value) *ir.Value {
+	if a == nil {
+		return b
 	}
-	any = any.Named("routed")
-	in := toks.Min(z.t.Sub(1))
-	var rows []*ir.Value
+	return a.Or(b)
+}
+
+// f32s is vs cast to f32.
+func f32s(vs []*ir.Value) []*ir.Value {
+	out := make([]*ir.Value, len(vs))
+	for i, v := range vs {
+		out[i] = v.Cast(ir.F32)
+	}
+	return out
+}
+
+// loadRows loads rows in of src (a [T, H] tensor) where mask holds, 0
+// elsewhere: TILES tiles of BLOCK_H columns, with each tile's column mask.
+func (z moeSizes) loadRows(b *ir.Builder, c *Call, src, in, mask *ir.Value) (rows, colMasks []*ir.Value) {
+	bh := c.Knob(knob.BlockH)
 	for i := range c.Knob(knob.Tiles) {
 		cols := b.Add(i*bh, b.Arange(bh)).Named("cols")
-		offs := in.Col().Mul(z.h).Add(cols.Row()).Named("offs_x")
-		rows = append(rows, b.Load(b.PtrAdd(x, offs), any.Col().And(cols.Lt(z.h).Row()), 0).Cast(ir.F32).Named("xf"))
+		colMasks = append(colMasks, cols.Lt(z.h).Row())
+		offs := in.Col().Mul(z.h).Add(cols.Row()).Named("offs_" + src.Name)
+		rows = append(rows, b.Load(b.PtrAdd(src, offs), mask.Col().And(colMasks[i]), 0).Named(src.Name))
 	}
-	b.AtomicMax(amaxp, rowAmax(b, rows).Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+	return rows, colMasks
+}
+
+// tensorScale is quant=tensorwise's scale from the amax a launch before
+// combined; program 0 stores its inverse.
+func tensorScale(b *ir.Builder, c *Call, amaxp, inv *ir.Value) *ir.Value {
+	s := scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
+	b.Store(inv, b.Div(1, s), b.ProgramID(0).Eq(0))
+	return s
 }
 
 // moePermuteKernel lays out the experts, then walks its block's tokens.
@@ -135,8 +166,7 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 	pid := b.ProgramID(0)
 	var scale *ir.Value // quant=tensorwise's one scale
 	if tensorwise {
-		scale = scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
-		b.Store(inv, b.Div(1, scale), pid.Eq(0))
+		scale = tensorScale(b, c, amaxp, inv)
 	}
 
 	// The experts' rows: each padded to a multiple of PAD, one after
@@ -191,19 +221,15 @@ func moePermuteKernel(b *ir.Builder, c *Call) {
 				b.Store(b.PtrAdd(outProbs, dest), p, routed[k])
 			}
 		}
-		// The tokens' rows, read once, quantized once, stored to each route.
-		var rows, masks []*ir.Value
-		for i := range c.Knob(knob.Tiles) {
-			cols := b.Add(i*bh, b.Arange(bh)).Named("cols")
-			masks = append(masks, cols.Lt(hn).Row())
-			offs := in.Col().Mul(hn).Add(cols.Row()).Named("offs_x")
-			rows = append(rows, b.Load(b.PtrAdd(x, offs), ok.Col().And(cols.Lt(hn).Row()), 0).Named("x"))
+		// The routed tokens' rows, read once, quantized once, stored to
+		// each route (a token routed to no local expert is not read).
+		var anyRoute *ir.Value
+		for _, rk := range routed {
+			anyRoute = orOf(anyRoute, rk)
 		}
+		rows, masks := z.loadRows(b, c, x, in, anyRoute.Named("any_route"))
 		if rowwise {
-			var fs []*ir.Value
-			for _, v := range rows {
-				fs = append(fs, v.Cast(ir.F32))
-			}
+			fs := f32s(rows)
 			s := scaleOf(b, rowAmax(b, fs), c)
 			for k, d := range dests {
 				b.Store(b.PtrAdd(inv, d), b.Div(1, s), routed[k])
@@ -281,7 +307,7 @@ func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
 }
 
 // unpermuteBwdKernel: ROWS tokens a program, dy's rows in registers; each
-// route's row is p · dy (quantized rowwise, or bf16) and its d_prob dy's
+// route's row is p · dy (quantized rowwise or tensorwise, or bf16) and its d_prob dy's
 // dot with the expert's row. Its programs also zero the padding rows,
 // expert e by program e mod the programs.
 func unpermuteBwdKernel(b *ir.Builder, c *Call) {
@@ -310,20 +336,16 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	capRows := z.capacity()
 	var scale *ir.Value // quant=tensorwise's one scale
 	if tensorwise {
-		scale = scaleOf(b, b.Load(amaxp, nil, nil).Named("amax"), c)
-		b.Store(inv, b.Div(1, scale), b.ProgramID(0).Eq(0))
+		scale = tensorScale(b, c, amaxp, inv)
 	}
 	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
 	ok := toks.Lt(tn)
 	in := toks.Min(tn.Sub(1))
-	var cols, masks, ds []*ir.Value
-	for i := range c.Knob(knob.Tiles) {
-		cs := b.Add(i*bh, b.Arange(bh)).Named("cols")
-		cols, masks = append(cols, cs), append(masks, cs.Lt(hn).Row())
-		ds = append(ds, b.Load(b.PtrAdd(dy, in.Col().Mul(hn).Add(cs.Row())), ok.Col().And(masks[i]), 0).Cast(ir.F32).Named("dy"))
-	}
-	for k := range c.Knob(knob.TopKB) {
-		route, r, has := z.routeRow(b, rowMap, in, ok, k)
+	rs := z.routeRows(b, c, rowMap, in, ok)
+	ds, masks := z.loadRows(b, c, dy, in, rs.any)
+	ds = f32s(ds)
+	for k, route := range rs.route {
+		r, has := rs.row[k], rs.has[k]
 		at := r.Col().Mul(hn).Named("at")
 		gs := ds
 		if probs != nil {
@@ -332,7 +354,8 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 			var dot *ir.Value
 			for i, d := range ds {
 				gs = append(gs, d.Mul(p.Col()).Named("g"))
-				e := b.Load(b.PtrAdd(eo, at.Add(cols[i].Row())), has.Col().And(masks[i]), 0).Cast(ir.F32)
+				cols := b.Add(i*bh, b.Arange(bh))
+				e := b.Load(b.PtrAdd(eo, at.Add(cols.Row())), has.Col().And(masks[i]), 0).Cast(ir.F32)
 				part := d.Mul(e).Reduce(1, ir.RSum)
 				if dot == nil {
 					dot = part
@@ -355,7 +378,8 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 			case tensorwise:
 				v = g.Mul(scale).Cast(ir.FP8(c.Format))
 			}
-			b.Store(b.PtrAdd(dst, at.Add(cols[i].Row())), v, has.Col().And(masks[i]))
+			cols := b.Add(i*bh, b.Arange(bh))
+			b.Store(b.PtrAdd(dst, at.Add(cols.Row())), v, has.Col().And(masks[i]))
 		}
 	}
 
@@ -369,9 +393,9 @@ func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 }
 
 // unpermuteBwdAmaxKernel (quant=tensorwise): the amax of every route's
-// products probs · dy (dy where the op has no probs), ROWS tokens a
-// program, combined by a relaxed atomic max: moe_unpermute_bwd reads it
-// after this launch ends.
+// products probs · dy (dy where the op has no probs), ROWS tokens a trip of
+// a persistent loop, one relaxed atomic max a program: moe_unpermute_bwd
+// reads it after this launch ends.
 func unpermuteBwdAmaxKernel(b *ir.Builder, c *Call) {
 	dy := b.Param("dy", ir.BF16)
 	rowMap := b.Param("row_map", ir.I32)
@@ -381,34 +405,47 @@ func unpermuteBwdAmaxKernel(b *ir.Builder, c *Call) {
 	}
 	amaxp := b.Param("amax", ir.F32)
 	z := declareMoE(b)
-	nr, bh := c.Knob(knob.Rows), c.Knob(knob.BlockH)
-	toks := b.ProgramID(0).Mul(nr).Add(b.Arange(nr)).Named("toks")
-	ok := toks.Lt(z.t)
-	in := toks.Min(z.t.Sub(1))
-	var ds []*ir.Value
-	for i := range c.Knob(knob.Tiles) {
-		cs := b.Add(i*bh, b.Arange(bh)).Named("cols")
-		ds = append(ds, b.Load(b.PtrAdd(dy, in.Col().Mul(z.h).Add(cs.Row())), ok.Col().And(cs.Lt(z.h).Row()), 0).Cast(ir.F32).Named("dy"))
-	}
-	var amax *ir.Value
-	for k := range c.Knob(knob.TopKB) {
-		route, _, has := z.routeRow(b, rowMap, in, ok, k)
-		gs := ds
-		if probs != nil {
-			p := b.Load(b.PtrAdd(probs, route), has, 0).Named("prob")
-			gs = nil
-			for _, d := range ds {
-				gs = append(gs, d.Mul(p.Col()).Named("g"))
+	nr := c.Knob(knob.Rows)
+	acc := b.For(b.ProgramID(0).Mul(nr), z.t, b.NumPrograms(0).Mul(nr), []*ir.Value{b.Full(ir.F32, 0, nr).Named("amax_rows")},
+		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
+			toks := t0.Add(b.Arange(nr)).Named("toks")
+			in := toks.Min(z.t.Sub(1))
+			rs := z.routeRows(b, c, rowMap, in, toks.Lt(z.t))
+			ds, _ := z.loadRows(b, c, dy, in, rs.any)
+			ds = f32s(ds)
+			amax := acc[0]
+			for k, route := range rs.route {
+				gs := ds
+				if probs != nil {
+					p := b.Load(b.PtrAdd(probs, route), rs.has[k], 0).Named("prob")
+					gs = nil
+					for _, d := range ds {
+						gs = append(gs, d.Mul(p.Col()).Named("g"))
+					}
+				}
+				amax = amax.Max(rowAmax(b, gs)) // a route without a row: p = 0, or dy another route's
 			}
-		}
-		m := b.Where(has, rowAmax(b, gs), 0) // a route without a row adds nothing
-		if amax == nil {
-			amax = m
-		} else {
-			amax = amax.Max(m)
-		}
+			return []*ir.Value{amax}
+		})
+	b.AtomicMax(amaxp, acc[0].Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+}
+
+// moeRouteRows are the TOPKB routes of ROWS tokens (routeRow's), and
+// whether any has a row.
+type moeRouteRows struct {
+	route, row, has []*ir.Value
+	any             *ir.Value
+}
+
+func (z moeSizes) routeRows(b *ir.Builder, c *Call, rowMap, in, ok *ir.Value) moeRouteRows {
+	var rs moeRouteRows
+	for k := range c.Knob(knob.TopKB) {
+		route, r, has := z.routeRow(b, rowMap, in, ok, k)
+		rs.route, rs.row, rs.has = append(rs.route, route), append(rs.row, r), append(rs.has, has)
+		rs.any = orOf(rs.any, has)
 	}
-	b.AtomicMax(amaxp, amax.Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+	rs.any = rs.any.Named("any_row")
+	return rs
 }
 
 // rowScales is inv where it holds a scale per row, else nil.

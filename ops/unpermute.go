@@ -230,17 +230,20 @@ func unpermuteRef(c *Call, in map[string]*Tensor, rows, grads string) map[string
 // Σ|term| of the float64 sum), 0 for a route without a row. Without probs
 // (probs=false) each route's row is dy[t] and there is no d_probs. The
 // padding rows (each expert's rows past its counts, as offsets and counts
-// lay them out) are written as zeros with a row of zeros' inv_scale; rows
+// lay them out) are written as zeros (under quant=rowwise with a row of
+// zeros' inv_scale); rows
 // from offsets[E-1] on are not written. The host holds row_map to the
 // layout: every route's row within its expert's used rows, no two routes
 // on one row.
 //
-// One launch: ROWS tokens a program, dy's rows in registers, each route's
+// One launch (two under quant=tensorwise): ROWS tokens a program, the rows
+// of dy that have a route with a row in registers, each route's
 // row scaled, quantized and stored, and its d_prob a reduction against the
 // expert's row; the programs also zero the padding rows, expert e by
 // program e mod the programs. quant=tensorwise adds
-// moe_unpermute_bwd_amax before it: the products' amax, ROWS tokens a
-// program, combined by a relaxed atomic max (dy is read twice).
+// moe_unpermute_bwd_amax before it: the products' amax, a persistent loop
+// over ROWS tokens a trip, one relaxed atomic max a program (dy is read
+// twice).
 var MoEUnpermuteBwd = register(&Op{
 	Name: "moe_unpermute_bwd",
 	Doc: "dy[T,H], row_map, probs, expert_out, offsets[E], counts[E] → d_expert_out[T·TOPK+E·(PAD−1),H] = probs·dy " +
@@ -275,7 +278,7 @@ var MoEUnpermuteBwd = register(&Op{
 		{Name: "d_probs", DType: "f32", Shape: []expr.Expr{e("T"), e("TOPK")}, Role: Output, When: "probs=true"},
 	},
 	Kernels: []*Kernel{
-		{Name: "moe_unpermute_bwd_amax", Build: unpermuteBwdAmaxKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}, Option: "quant=tensorwise"},
+		{Name: "moe_unpermute_bwd_amax", Build: unpermuteBwdAmaxKernel, Grid: moeAmaxGrid, Option: "quant=tensorwise"},
 		{Name: "moe_unpermute_bwd", Build: unpermuteBwdKernel, Grid: [3]expr.Expr{e("cdiv(T, ROWS)"), e("1"), e("1")}},
 	},
 	Knobs: []schedule.Knob{
