@@ -143,6 +143,11 @@ type amdCompiler struct {
 // same in every lane, held in SGPRs beside the experts' layout.
 const permuteSpills = "one token a trip: its TOPK unrolled routes' experts, rows and bounds are uniform, held in SGPRs"
 
+// unpermuteBwdSpills: moe_unpermute_bwd reads the TOPK routes' rows
+// before dy's (it loads only the dy rows some route writes), so each
+// route's row and flag, uniform at ROWS=1, stays live across the loads.
+const unpermuteBwdSpills = "the TOPK routes' rows and flags, uniform, held across dy's loads in SGPRs"
+
 var amdCompilers = []amdCompiler{
 	{
 		name: "hipcc", arch: func(tg *target.Target) string { return tg.CheckArch }, compile: compileHIP,
@@ -151,7 +156,7 @@ var amdCompilers = []amdCompiler{
 		// (qk_norm_rope_dw, 52 against 28); 2026-12-07: ×0.35 (swiglu_probs,
 		// 57 against 165: its exp's chain of tiles counted as live at once).
 		regLo: 0.33, regHi: 2.0,
-		sgprSpills: map[string]spillAllow{"moe_permute": {58, permuteSpills}},
+		sgprSpills: map[string]spillAllow{"moe_permute": {58, permuteSpills}, "moe_unpermute_bwd": {8, unpermuteBwdSpills}},
 		// hipcc holds the header path a ROCm install takes; clang, which
 		// compiles gfx942 as itself, checks every variant (and the test
 		// takes half the time).
@@ -169,6 +174,7 @@ var amdCompilers = []amdCompiler{
 			"grouped_rowcol_cast": {23, "two passes over each group's rows with their bounds held"},
 			"grouped_mx_swizzle":  {64, "at 64-bit indices only (none at 32): the sizes and every uniform bound in SGPR pairs"},
 			"moe_permute":         {43, permuteSpills},
+			"moe_unpermute_bwd":   {6, unpermuteBwdSpills},
 		},
 		// 2026-12-06, gfx942 and gfx950: ×0.41 (rowwise_cast on gfx950, 111
 		// against 273) to ×2.14 (qk_norm_rope_dw on gfx942, 90 against 42);
