@@ -628,8 +628,11 @@ func (e *emitter) atomicFn(v *ir.Value) string {
 			body = fmt.Sprintf(`  if (v != v) return __hip_atomic_load(p, %[3]s, %[2]s);  // max ignores NaN
   // Float max as integer max: signed max orders non-negative floats, unsigned
   // min orders negative ones.
-  if (!(__float_as_uint(v) >> 31)) return __int_as_float(__hip_atomic_fetch_max((int*)p, __float_as_int(v), %[1]s, %[2]s));
-  return __uint_as_float(__hip_atomic_fetch_min((unsigned int*)p, __float_as_uint(v), %[1]s, %[2]s));`, order, scope, loadOrder)
+  if (!(__float_as_uint(v) >> 31))
+    return __int_as_float(
+        __hip_atomic_fetch_max((int*)p, __float_as_int(v), %[1]s, %[2]s));
+  return __uint_as_float(
+      __hip_atomic_fetch_min((unsigned int*)p, __float_as_uint(v), %[1]s, %[2]s));`, order, scope, loadOrder)
 		default:
 			body = fmt.Sprintf("  return __hip_atomic_fetch_%s(p, v, %s, %s);", op, order, scope)
 		}
@@ -641,16 +644,21 @@ func (e *emitter) atomicFn(v *ir.Value) string {
 			fence = fmt.Sprintf("  asm volatile(\"fence.sc.%s;\" ::: \"memory\");\n", scope)
 		}
 		atom := func(opty, reg, val string) string {
-			return fmt.Sprintf(`asm volatile("atom.%s.%s.global.%s %%0, [%%1], %%2;" : "=%s"(old) : "l"(p), "%s"(%s) : "memory");`, sem, scope, opty, reg, reg, val)
+			return fmt.Sprintf("asm volatile(\"atom.%s.%s.global.%s %%0, [%%1], %%2;\"\n        : \"=%s\"(old) : \"l\"(p), \"%s\"(%s) : \"memory\");", sem, scope, opty, reg, reg, val)
 		}
 		switch {
 		case op == "max" && d.K == ir.KF32:
 			body = fmt.Sprintf(`  unsigned int old;
-  if (v != v) { asm volatile("ld.%[4]s.%[5]s.global.b32 %%0, [%%1];" : "=r"(old) : "l"(p) : "memory"); return __uint_as_float(old); }  // max ignores NaN
+  if (v != v) {  // max ignores NaN
+    asm volatile("ld.%[4]s.%[5]s.global.b32 %%0, [%%1];" : "=r"(old) : "l"(p) : "memory");
+    return __uint_as_float(old);
+  }
 %[1]s  // Float max as integer max: signed max orders non-negative floats, unsigned
   // min orders negative ones.
-  if (!(__float_as_uint(v) >> 31)) { %[2]s }
-  else { %[3]s }
+  if (!(__float_as_uint(v) >> 31))
+    %[2]s
+  else
+    %[3]s
   return __uint_as_float(old);`, fence, atom("max.s32", "r", "__float_as_int(v)"), atom("min.u32", "r", "__float_as_uint(v)"),
 				map[string]string{"relaxed": "relaxed", "acq_rel": "acquire"}[sem], scope)
 		case d.K == ir.KF32:

@@ -245,8 +245,8 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 		return nil, "", err
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n// %s\n", comment)
-	fmt.Fprintf(&sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {\n", f.Threads, f.EntryName(), strings.Join(params, ", "))
+	fmt.Fprintf(&sb, "\n// %s\n", comment) // one line: what a reader greps for
+	sb.WriteString(wrapList(fmt.Sprintf("extern \"C\" __global__ void __launch_bounds__(%d) %s(", f.Threads, f.EntryName()), params, ") {"))
 	if f.LDSBytes > 0 {
 		if dyn {
 			sb.WriteString("  extern __shared__ __align__(16) unsigned char lds[];\n")
@@ -276,6 +276,34 @@ func (e *emitter) kernel(comment string) (*Kernel, string, error) {
 	sb.WriteString(e.body.String())
 	sb.WriteString("}\n")
 	return k, sb.String(), nil
+}
+
+// maxLine is the longest line the emitter wraps a list to.
+const maxLine = 120
+
+// wrapList prints head, the items joined by ", " and tail on one line
+// where that fits maxLine; else head alone, then the items packed into
+// lines of at most maxLine indented four spaces, tail after the last.
+func wrapList(head string, items []string, tail string) string {
+	if one := head + strings.Join(items, ", ") + tail; len(one) <= maxLine {
+		return one + "\n"
+	}
+	var sb strings.Builder
+	sb.WriteString(head + "\n")
+	line := "   "
+	for i, it := range items {
+		sep := ","
+		if i == len(items)-1 {
+			sep = tail
+		}
+		if len(line)+1+len(it)+len(sep) > maxLine && line != "   " {
+			sb.WriteString(line + "\n")
+			line = "   "
+		}
+		line += " " + it + sep
+	}
+	sb.WriteString(line + "\n")
+	return sb.String()
 }
 
 // atom reports whether v prints as an expression wherever it is used.

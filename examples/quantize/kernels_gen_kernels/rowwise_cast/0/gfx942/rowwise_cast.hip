@@ -88,7 +88,8 @@ FP8G_FN uint8_t fp8g_to_e4m3fnuz(float x) {
 }
 
 // fp8gen rowwise_cast (op rowwise_cast) for gfx942, e4m3fnuz, schedule BLOCK_K=4096,LOOP=0,PER_CU=64,PREFETCH=1,ROWS=1,WARPS=1
-extern "C" __global__ void __launch_bounds__(64) rowwise_cast_762a38f0(const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+extern "C" __global__ void __launch_bounds__(64) rowwise_cast_762a38f0(
+    const uint16_t* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
   const int tid = threadIdx.x;
   const int t0 = tid * 8;
   const bool m0 = tid < 1;

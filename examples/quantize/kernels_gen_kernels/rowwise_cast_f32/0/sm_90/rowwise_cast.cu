@@ -11,7 +11,8 @@ FP8G_FN uint16_t fp8g_to_e4m3fn_x2(float lo, float hi) {
 }
 
 // fp8gen rowwise_cast (op rowwise_cast) for sm_90, e4m3fn, schedule BLOCK_K=4096,LOOP=0,PER_CU=64,PREFETCH=1,ROWS=1,WARPS=2
-extern "C" __global__ void __launch_bounds__(64) rowwise_cast_0c1d2e5f(const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+extern "C" __global__ void __launch_bounds__(64) rowwise_cast_0c1d2e5f(
+    const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
   __shared__ __align__(16) unsigned char lds[8];
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int tid = threadIdx.x;

@@ -87,7 +87,8 @@ FP8G_FN uint8_t fp8g_to_e4m3fnuz(float x) {
 }
 
 // fp8gen rowwise_cast (op rowwise_cast) for gfx942, e4m3fnuz, schedule BLOCK_K=16384,LOOP=0,PER_CU=16,PREFETCH=1,ROWS=1,WARPS=4
-extern "C" __global__ void __launch_bounds__(256) rowwise_cast_d0df4712(const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
+extern "C" __global__ void __launch_bounds__(256) rowwise_cast_d0df4712(
+    const float* __restrict__ x, uint8_t* __restrict__ q, float* __restrict__ inv_scale, int M, int K) {
   __shared__ __align__(16) unsigned char lds[16];
   const int tid = threadIdx.x;
   const int t0 = tid * 4;
