@@ -2,6 +2,7 @@ package emit
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/fp8gen/fp8gen/ir"
@@ -506,9 +507,14 @@ func (e *emitter) reduceRegs(v *ir.Value) {
 		case a.Stride > 1:
 			base = fmt.Sprintf("(%[1]s / %[2]d) * %[3]d + %[1]s %% %[2]d + ", j, a.Stride, a.Stride*a.N)
 		}
+		n, known := strconv.Atoi(k)
 		switch {
+		case k == "0" && a.N == 2: // an operand of the fold
+			return e.val(x, strings.TrimSuffix(base, " + ")+map[bool]string{true: "0"}[base == ""], prec)
 		case k == "0":
 			return e.top(x, strings.TrimSuffix(base, " + ")+map[bool]string{true: "0"}[base == ""])
+		case known == nil:
+			k = strconv.Itoa(n * a.Stride)
 		case a.Stride > 1:
 			k = fmt.Sprintf("%s * %d", k, a.Stride)
 		}
@@ -516,6 +522,9 @@ func (e *emitter) reduceRegs(v *ir.Value) {
 	}
 	e.each(v.Type.Regs, func(j string) string {
 		acc := e.dst(v, j)
+		if a.N == 2 { // one fold: no loop
+			return fmt.Sprintf("%s = %s;", acc, e.fold(a.Kind, d, src(j, "0"), src(j, "1"), x))
+		}
 		return fmt.Sprintf("{ %s = %s; for (int k = 1; k < %d; ++k) %s = %s; }", acc, src(j, "0"), a.N, acc, e.fold(a.Kind, d, acc, src(j, "k"), x))
 	})
 }

@@ -100,6 +100,17 @@ func blockCases() []blockCase {
 		{"rowmin", ir.F32, ir.F32, 4 * 512, 4, func(b *ir.Builder, in, out *ir.Value) {
 			store1(b, out, b.Reduce(tile(b, in, 4, 512), 1, ir.RMin), 4)
 		}},
+		// A lane's registers folded first, in pairs (reduce_regs n=2, printed
+		// without a loop) or more, then lanes and waves.
+		{"colmax_pairs", ir.F32, ir.F32, 256 * 4, 4, func(b *ir.Builder, in, out *ir.Value) {
+			store1(b, out, b.Reduce(tile(b, in, 256, 4), 0, ir.RMax), 4)
+		}},
+		{"colsum_pairs", ir.I32, ir.I32, 256 * 4, 4, func(b *ir.Builder, in, out *ir.Value) {
+			store1(b, out, b.Reduce(tile(b, in, 256, 4), 0, ir.RSum), 4)
+		}},
+		{"rowmax_quads", ir.F32, ir.F32, 2 * 1024, 2, func(b *ir.Builder, in, out *ir.Value) {
+			store1(b, out, b.Reduce(tile(b, in, 2, 1024), 1, ir.RMax), 2)
+		}},
 		// A transpose through LDS, between barriers.
 		{"transpose", ir.I32, ir.I32, 64 * 32, 64 * 32, func(b *ir.Builder, in, out *ir.Value) {
 			t := b.Trans(tile(b, in, 64, 32))

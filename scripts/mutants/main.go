@@ -96,6 +96,14 @@ var mutants = []mutant{
 	},
 	{
 		file:   "emit/access.go",
+		old:    `return fmt.Sprintf("%s = %s;", acc, e.fold(a.Kind, d, src(j, "0"), src(j, "1"), x))`,
+		new:    `return fmt.Sprintf("%s = %s;", acc, e.fold(a.Kind, d, src(j, "0"), src(j, "0"), x))`,
+		pkgs:   []string{"./emit"},
+		tests:  "TestEmittedBlocksMatchInterpreter",
+		reason: "a fold of two registers printed without its loop reads the first twice",
+	},
+	{
+		file:   "emit/access.go",
 		old:    "for (int w = 1; w < %d; ++w)",
 		new:    "for (int w = 1; w <= %d; ++w)",
 		pkgs:   []string{"./emit"},
