@@ -479,6 +479,10 @@ func (e *emitter) ldsReduce(v *ir.Value) {
 	e.each(v.Type.Regs, func(r string) string {
 		addr := e.val(v.Addr(), r, precAdd)
 		acc := e.dst(v, r)
+		if a.Count == 2 { // one fold: no loop
+			next := lds("const "+d, fmt.Sprintf("%s + %d", addr, a.Stride))
+			return fmt.Sprintf("%s = %s;", acc, e.fold(a.Kind, v.Type.DType, lds("const "+d, addr), next, v))
+		}
 		return fmt.Sprintf("{ %s = %s; for (int w = 1; w < %d; ++w) %s = %s; }", acc, lds("const "+d, addr), a.Count, acc,
 			e.fold(a.Kind, v.Type.DType, acc, lds("const "+d, fmt.Sprintf("%s + w * %d", addr, a.Stride)), v))
 	})

@@ -96,6 +96,14 @@ var mutants = []mutant{
 	},
 	{
 		file:   "emit/access.go",
+		old:    `next := lds("const "+d, fmt.Sprintf("%s + %d", addr, a.Stride))`,
+		new:    `next := lds("const "+d, addr)`,
+		pkgs:   []string{"./emit"},
+		tests:  "TestEmittedBlocksMatchInterpreter",
+		reason: "an LDS fold of two values printed without its loop reads the first twice",
+	},
+	{
+		file:   "emit/access.go",
 		old:    `return fmt.Sprintf("%s = %s;", acc, e.fold(a.Kind, d, src(j, "0"), src(j, "1"), x))`,
 		new:    `return fmt.Sprintf("%s = %s;", acc, e.fold(a.Kind, d, src(j, "0"), src(j, "0"), x))`,
 		pkgs:   []string{"./emit"},

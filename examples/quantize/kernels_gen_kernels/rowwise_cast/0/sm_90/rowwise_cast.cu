@@ -113,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(64) rowwise_cast_69ec78f7(
     if (m0) *(float*)(lds + t1) = t10;
     __syncthreads();
     float amax;
-    { amax = *(const float*)lds; for (int w = 1; w < 2; ++w) amax = fmaxf(amax, *(const float*)(lds + w * 4)); }
+    amax = fmaxf(*(const float*)lds, *(const float*)(lds + 4));
     __syncthreads();
     // cast_kernels.go:11
     const float scale = 448.0f / fmaxf(amax, 1e-12f);
