@@ -306,10 +306,10 @@ func unpermuteKernel(rows, grads string) func(b *ir.Builder, c *Call) {
 	}
 }
 
-// unpermuteBwdKernel: ROWS tokens a program, dy's rows in registers; each
-// route's row is p · dy (quantized rowwise or tensorwise, or bf16) and its d_prob dy's
-// dot with the expert's row. Its programs also zero the padding rows,
-// expert e by program e mod the programs.
+// unpermuteBwdKernel: ROWS tokens a program, the dy rows a route writes in
+// registers; each route's row is p · dy (quantized rowwise or tensorwise,
+// or bf16), its d_prob dy's dot with the expert's row. Its programs also
+// zero the padding rows, expert e by program e mod the programs.
 func unpermuteBwdKernel(b *ir.Builder, c *Call) {
 	dy := b.Param("dy", ir.BF16)
 	rowMap := b.Param("row_map", ir.I32)
