@@ -18,10 +18,10 @@ import (
 // order: the result never depends on the schedule); each expert's rows
 // start at a multiple of PAD, the rows between its used ones and the next
 // expert's start written as zeros (under quant=rowwise inv_scale there
-// that of a row of zeros; out_probs 0). out holds T·TOPK + E·(PAD−1) rows, the most any
-// routing fills; its rows past offsets[E-1] are not written (the grouped
-// GEMM reads no further), so that nothing waits for the routed count on
-// the host.
+// that of a row of zeros; out_probs 0). out holds T·TOPK + E·(PAD−1)
+// rows, the most any routing fills; its rows past offsets[E-1] are not
+// written (the grouped GEMM reads no further), so that nothing waits for
+// the routed count on the host.
 //
 // With quant=rowwise each permuted row is its token's row quantized as
 // rowwise_cast quantizes it (amax by maxNum, scale = fmt_max / max(amax,
@@ -32,13 +32,13 @@ import (
 // x's row, bit for bit. A token routed to no local expert is not read.
 //
 // Three launches, no atomics (quant=tensorwise: four, one atomic a
-// program of moe_amax): moe_count counts each block of BLOCK_T
-// tokens' routes per expert; moe_scan (a program an expert) turns the
+// program of moe_amax): moe_count counts each block of BLOCK_T tokens'
+// routes per expert; moe_scan (a program an expert) turns the
 // counts into each block's first row within its expert and the expert's
 // total; moe_permute lays out the experts (padded ends by a prefix over
 // them), then walks its block's tokens ROWS at a time, carrying each
-// expert's next row, and copies each token's row, read once, to its
-// routes' rows. Its programs also write the padding rows, expert e by
+// expert's next row, and copies each routed token's row, read once, to
+// its routes' rows. Its programs also write the padding rows, expert e by
 // program e mod the programs. quant=tensorwise adds moe_amax before the
 // permute, a persistent loop over ROWS tokens a trip combining the routed
 // rows' amax by a relaxed atomic max: x's routed rows are read twice (the

@@ -225,25 +225,24 @@ func unpermuteRef(c *Call, in map[string]*Tensor, rows, grads string) map[string
 // probs[t, k] · dy[t] (an f32 product, then quantized as rowwise_cast
 // quantizes a row: e5m2 by default, the HYBRID backward format; or bf16
 // with quant=none; with quant=tensorwise every row shares one scale,
-// tensorwise_cast's over all the routes' products), and d_probs[t, k] = Σ_h dy[t, h] · expert_out[row, h],
-// f32 terms summed in the schedule's order (held within (H − 1)·2^−24 of
-// Σ|term| of the float64 sum), 0 for a route without a row. Without probs
-// (probs=false) each route's row is dy[t] and there is no d_probs. The
-// padding rows (each expert's rows past its counts, as offsets and counts
-// lay them out) are written as zeros (under quant=rowwise with a row of
-// zeros' inv_scale); rows
-// from offsets[E-1] on are not written. The host holds row_map to the
-// layout: every route's row within its expert's used rows, no two routes
-// on one row.
+// tensorwise_cast's over all the routes' products), and d_probs[t, k] =
+// Σ_h dy[t, h] · expert_out[row, h], f32 terms summed in the schedule's
+// order (held within (H − 1)·2^−24 of Σ|term| of the float64 sum), 0 for a
+// route without a row. Without probs (probs=false) each route's row is
+// dy[t] and there is no d_probs. The padding rows (each expert's rows past
+// its counts, as offsets and counts lay them out) are written as zeros
+// (under quant=rowwise with a row of zeros' inv_scale); rows from
+// offsets[E-1] on are not written. The host holds row_map to the layout:
+// every route's row within its expert's used rows, no two routes on one
+// row.
 //
-// One launch (two under quant=tensorwise): ROWS tokens a program, the rows
-// of dy that have a route with a row in registers, each route's
-// row scaled, quantized and stored, and its d_prob a reduction against the
-// expert's row; the programs also zero the padding rows, expert e by
-// program e mod the programs. quant=tensorwise adds
-// moe_unpermute_bwd_amax before it: the products' amax, a persistent loop
-// over ROWS tokens a trip, one relaxed atomic max a program (dy is read
-// twice).
+// One launch (two under quant=tensorwise): ROWS tokens a program, the dy
+// rows a route writes in registers, each route's row scaled, quantized and
+// stored, and its d_prob a reduction against the expert's row; the
+// programs also zero the padding rows, expert e by program e mod the
+// programs. quant=tensorwise adds moe_unpermute_bwd_amax before it: the
+// products' amax, a persistent loop over ROWS tokens a trip, one relaxed
+// atomic max a program (dy is read twice).
 var MoEUnpermuteBwd = register(&Op{
 	Name: "moe_unpermute_bwd",
 	Doc: "dy[T,H], row_map, probs, expert_out, offsets[E], counts[E] → d_expert_out[T·TOPK+E·(PAD−1),H] = probs·dy " +
