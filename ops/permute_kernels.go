@@ -83,17 +83,25 @@ func moeAmaxKernel(b *ir.Builder, c *Call) {
 	idx := b.Param("indices", ir.I32)
 	amaxp := b.Param("amax", ir.F32)
 	z := declareMoE(b)
+	z.amaxLoop(b, c, amaxp, func(toks, acc *ir.Value) *ir.Value {
+		var routed *ir.Value
+		for k := range c.Knob(knob.TopKB) {
+			_, rk, _ := z.routes(b, idx, toks, toks.Lt(z.t), k)
+			routed = orOf(routed, rk)
+		}
+		rows, _ := z.loadRows(b, c, x, toks.Min(z.t.Sub(1)), routed.Named("routed"))
+		return acc.Max(rowAmax(b, f32s(rows)))
+	})
+}
+
+// amaxLoop is the tensorwise amax kernels' persistent loop: ROWS tokens a
+// trip, trip folding their amax into the tokens' running one (acc), then
+// one relaxed atomic max a program into amaxp.
+func (z moeSizes) amaxLoop(b *ir.Builder, c *Call, amaxp *ir.Value, trip func(toks, acc *ir.Value) *ir.Value) {
 	nr := c.Knob(knob.Rows)
 	acc := b.For(b.ProgramID(0).Mul(nr), z.t, b.NumPrograms(0).Mul(nr), []*ir.Value{b.Full(ir.F32, 0, nr).Named("amax_rows")},
 		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			toks := t0.Add(b.Arange(nr)).Named("toks")
-			var routed *ir.Value
-			for k := range c.Knob(knob.TopKB) {
-				_, rk, _ := z.routes(b, idx, toks, toks.Lt(z.t), k)
-				routed = orOf(routed, rk)
-			}
-			rows, _ := z.loadRows(b, c, x, toks.Min(z.t.Sub(1)), routed.Named("routed"))
-			return []*ir.Value{acc[0].Max(rowAmax(b, f32s(rows)))}
+			return []*ir.Value{trip(t0.Add(b.Arange(nr)).Named("toks"), acc[0])}
 		})
 	b.AtomicMax(amaxp, acc[0].Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
 }
@@ -405,29 +413,24 @@ func unpermuteBwdAmaxKernel(b *ir.Builder, c *Call) {
 	}
 	amaxp := b.Param("amax", ir.F32)
 	z := declareMoE(b)
-	nr := c.Knob(knob.Rows)
-	acc := b.For(b.ProgramID(0).Mul(nr), z.t, b.NumPrograms(0).Mul(nr), []*ir.Value{b.Full(ir.F32, 0, nr).Named("amax_rows")},
-		func(t0 *ir.Value, acc []*ir.Value) []*ir.Value {
-			toks := t0.Add(b.Arange(nr)).Named("toks")
-			in := toks.Min(z.t.Sub(1))
-			rs := z.routeRows(b, c, rowMap, in, toks.Lt(z.t))
-			ds, _ := z.loadRows(b, c, dy, in, rs.any)
-			ds = f32s(ds)
-			amax := acc[0]
-			for k, route := range rs.route {
-				gs := ds
-				if probs != nil {
-					p := b.Load(b.PtrAdd(probs, route), rs.has[k], 0).Named("prob")
-					gs = nil
-					for _, d := range ds {
-						gs = append(gs, d.Mul(p.Col()).Named("g"))
-					}
+	z.amaxLoop(b, c, amaxp, func(toks, amax *ir.Value) *ir.Value {
+		in := toks.Min(z.t.Sub(1))
+		rs := z.routeRows(b, c, rowMap, in, toks.Lt(z.t))
+		ds, _ := z.loadRows(b, c, dy, in, rs.any)
+		ds = f32s(ds)
+		for k, route := range rs.route {
+			gs := ds
+			if probs != nil {
+				p := b.Load(b.PtrAdd(probs, route), rs.has[k], 0).Named("prob")
+				gs = nil
+				for _, d := range ds {
+					gs = append(gs, d.Mul(p.Col()).Named("g"))
 				}
-				amax = amax.Max(rowAmax(b, gs)) // a route without a row: p = 0, or dy another route's
 			}
-			return []*ir.Value{amax}
-		})
-	b.AtomicMax(amaxp, acc[0].Reduce(0, ir.RMax).Named("amax_part"), nil, ir.Relaxed, ir.ScopeAgent)
+			amax = amax.Max(rowAmax(b, gs)) // a route without a row: p = 0, or dy another route's
+		}
+		return amax
+	})
 }
 
 // moeRouteRows are the TOPKB routes of ROWS tokens (routeRow's), and
